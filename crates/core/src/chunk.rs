@@ -1,0 +1,240 @@
+//! The [`Chunk`]: one ordered, faithful piece of a document.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::ids::{ChunkId, DocumentId};
+
+/// The version of the text that is embedded for a chunk (see
+/// [`Chunk::embedding_text`]). A change of this string re-embeds everything.
+pub const EMBEDDING_FORMAT: &str = "weft-ctx-v1";
+
+/// What kind of material a chunk holds. It decides the adjacency window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContentType {
+    /// Documentation and other natural-language text.
+    Prose,
+    /// Source code.
+    Code,
+    /// Reference material for an API: type declarations (`.d.ts`) and
+    /// configured API-doc paths.
+    ApiReference,
+}
+
+impl ContentType {
+    /// The snake_case name used in JSON, payloads and filters.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContentType::Prose => "prose",
+            ContentType::Code => "code",
+            ContentType::ApiReference => "api_reference",
+        }
+    }
+}
+
+impl fmt::Display for ContentType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error of parsing a [`ContentType`] from an unknown name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown content type {0:?}: expected prose, code or api_reference")]
+pub struct ParseContentTypeError(pub String);
+
+impl FromStr for ContentType {
+    type Err = ParseContentTypeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "prose" => Ok(ContentType::Prose),
+            "code" => Ok(ContentType::Code),
+            "api_reference" => Ok(ContentType::ApiReference),
+            other => Err(ParseContentTypeError(other.to_owned())),
+        }
+    }
+}
+
+/// The hex sha256 of a chunk's content: what decides whether it is re-embedded.
+pub fn content_hash(content: &str) -> String {
+    hex::encode(Sha256::digest(content.as_bytes()))
+}
+
+/// One chunk of a document, with every field of DESIGN §3.
+///
+/// The chunks of a document tile it in source order: `content` is exactly
+/// `text[start_byte..end_byte]`, ranges never go backwards, and only the
+/// `overlap_bytes` at the start of a chunk may repeat the previous one.
+/// [`crate::invariants::check`] verifies all of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// The document this chunk belongs to.
+    pub document_id: DocumentId,
+    /// 0-based position in the document, in source order.
+    pub chunk_index: u32,
+    /// How many chunks the document has.
+    pub total_chunks: u32,
+    /// The project (repository, docs site…) the document belongs to.
+    pub project: String,
+    /// Repo-relative path or URL of the document.
+    pub uri: String,
+    /// Title of the document (first heading, front matter title, or file name).
+    pub title: String,
+    /// Where in the document: a heading path (`"Guide > Install > Linux"`) or
+    /// a symbol path (`"Outer.Inner.method"`), with `" (Part i/n)"` when a
+    /// section or definition was split.
+    pub section: String,
+    /// Prose, code or API reference.
+    pub content_type: ContentType,
+    /// Language of the content: `java`, `typescript`, `markdown`, `text`…
+    pub language: String,
+    /// What the chunk is: a tree-sitter node kind (`method_declaration`),
+    /// `section`, `front_matter`, `paragraphs` or `lines`.
+    pub node_type: String,
+    /// The name of the definition, where there is one.
+    pub node_name: Option<String>,
+    /// First line, 1-based.
+    pub start_line: u32,
+    /// Last line, 1-based, inclusive.
+    pub end_line: u32,
+    /// Byte offset of the first byte in the document text.
+    pub start_byte: u64,
+    /// Byte offset one past the last byte.
+    pub end_byte: u64,
+    /// The text: exactly the document slice `start_byte..end_byte`.
+    pub content: String,
+    /// [`content_hash`] of `content`.
+    pub content_hash: String,
+    /// Whether the document is a README or index page.
+    pub is_index_doc: bool,
+    /// Version of the embedded-text format ([`EMBEDDING_FORMAT`]).
+    pub embedding_format: String,
+    /// How many leading bytes of `content` repeat the end of the previous
+    /// chunk (prose and line-window overlap); 0 for tiling chunks.
+    #[serde(default)]
+    pub overlap_bytes: u32,
+    /// Extra context for the embedded text only, never part of `content`:
+    /// for the header chunk of a split class, an outline of its members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outline: Option<String>,
+}
+
+impl Chunk {
+    /// The chunk's id, computed from `document_id` and `chunk_index`.
+    pub fn id(&self) -> ChunkId {
+        ChunkId::new(&self.document_id, self.chunk_index)
+    }
+
+    /// The ids of the neighbours within `window` chunks on either side that
+    /// exist, nearest first on each side (before, then after).
+    pub fn neighbour_ids(&self, window: u32) -> Vec<ChunkId> {
+        let first = self.chunk_index.saturating_sub(window);
+        let last = self
+            .chunk_index
+            .saturating_add(window)
+            .min(self.total_chunks.saturating_sub(1));
+        (first..=last)
+            .filter(|&i| i != self.chunk_index)
+            .map(|i| ChunkId::new(&self.document_id, i))
+            .collect()
+    }
+
+    /// The text to embed: a short context header (path, section, language)
+    /// and, for split classes, the member outline, then the content.
+    ///
+    /// Its shape is versioned by [`EMBEDDING_FORMAT`].
+    pub fn embedding_text(&self) -> String {
+        let mut text = String::with_capacity(self.content.len() + 128);
+        text.push_str(&self.uri);
+        if !self.section.is_empty() {
+            text.push_str(" | ");
+            text.push_str(&self.section);
+        }
+        text.push_str(" | ");
+        text.push_str(&self.language);
+        text.push('\n');
+        if let Some(outline) = &self.outline {
+            text.push_str(outline);
+            text.push('\n');
+        }
+        text.push_str(&self.content);
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(index: u32, total: u32) -> Chunk {
+        Chunk {
+            document_id: DocumentId::new("p", "a.java"),
+            chunk_index: index,
+            total_chunks: total,
+            project: "p".into(),
+            uri: "a.java".into(),
+            title: "a.java".into(),
+            section: "A.run".into(),
+            content_type: ContentType::Code,
+            language: "java".into(),
+            node_type: "method_declaration".into(),
+            node_name: Some("run".into()),
+            start_line: 1,
+            end_line: 1,
+            start_byte: 0,
+            end_byte: 4,
+            content: "void".into(),
+            content_hash: content_hash("void"),
+            is_index_doc: false,
+            embedding_format: EMBEDDING_FORMAT.into(),
+            overlap_bytes: 0,
+            outline: None,
+        }
+    }
+
+    #[test]
+    fn neighbour_ids_stay_inside_the_document() {
+        let c = chunk(1, 3);
+        let doc = &c.document_id;
+        assert_eq!(c.neighbour_ids(3), vec![ChunkId::new(doc, 0), ChunkId::new(doc, 2)]);
+        assert!(chunk(0, 1).neighbour_ids(2).is_empty());
+    }
+
+    #[test]
+    fn json_uses_the_snake_case_names_of_design_section_3() {
+        let value = serde_json::to_value(chunk(0, 1)).unwrap();
+        for field in [
+            "document_id", "chunk_index", "total_chunks", "project", "uri", "title", "section",
+            "content_type", "language", "node_type", "node_name", "start_line", "end_line",
+            "start_byte", "end_byte", "content", "content_hash", "is_index_doc", "embedding_format",
+        ] {
+            assert!(value.get(field).is_some(), "missing {field}");
+        }
+        assert_eq!(value["content_type"], "code");
+        let back: Chunk = serde_json::from_value(value).unwrap();
+        assert_eq!(back, chunk(0, 1));
+    }
+
+    #[test]
+    fn embedding_text_has_header_and_outline_but_content_stays_a_slice() {
+        let mut c = chunk(0, 1);
+        c.outline = Some("members: run, stop".into());
+        let text = c.embedding_text();
+        assert!(text.starts_with("a.java | A.run | java\nmembers: run, stop\n"));
+        assert!(text.ends_with("void"));
+        assert_eq!(c.content, "void");
+    }
+
+    #[test]
+    fn content_type_round_trips_through_its_name() {
+        for t in [ContentType::Prose, ContentType::Code, ContentType::ApiReference] {
+            assert_eq!(t.as_str().parse::<ContentType>(), Ok(t));
+        }
+        assert!("docs".parse::<ContentType>().is_err());
+    }
+}

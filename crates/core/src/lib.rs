@@ -1,0 +1,26 @@
+//! # weft-core
+//!
+//! The domain model of weft, shared by every other crate: documents and their
+//! stable ids, chunks with the fields DESIGN §3 lists, and the invariants that
+//! every chunker must uphold.
+//!
+//! Nothing here does I/O. Other crates depend on `weft-core`; it depends on
+//! nothing heavy.
+//!
+//! ```
+//! use weft_core::{ChunkId, DocumentId};
+//!
+//! let doc = DocumentId::new("guava", "guava/src/com/google/common/base/Strings.java");
+//! assert_eq!(doc.as_str().len(), 16);
+//! // Neighbour ids are computable without a lookup:
+//! let third = ChunkId::new(&doc, 2);
+//! assert_eq!(third, ChunkId::new(&doc, 2));
+//! assert_ne!(third, ChunkId::new(&doc, 3));
+//! ```
+
+mod chunk;
+mod ids;
+pub mod invariants;
+
+pub use chunk::{Chunk, ContentType, EMBEDDING_FORMAT, ParseContentTypeError, content_hash};
+pub use ids::{ChunkId, DocumentId, canonical_uri};
