@@ -1,1 +1,225 @@
+//! # weft-chunking
+//!
+//! Splits a document into ordered, faithful chunks, choosing the chunker by
+//! file type:
+//!
+//! | files | chunker |
+//! |---|---|
+//! | Java, TypeScript/TSX, JavaScript, Python, Rust, Go | tree-sitter: one chunk per definition, large classes into header + members, large functions into parts |
+//! | Markdown | heading sections with a breadcrumb; front matter alone; fenced code never split |
+//! | HTML | main content to markdown, then as markdown |
+//! | plain text | paragraphs merged to a target size, with overlap |
+//! | anything else | 50-line windows with 10 lines of overlap |
+//!
+//! Every result satisfies [`weft_core::invariants::check`]: chunk `content`
+//! is the exact source slice, chunks are in order, and every non-blank line
+//! lies in some chunk.
+//!
+//! ```
+//! use weft_chunking::{Chunker, ChunkingConfig};
+//!
+//! let chunker = Chunker::new(ChunkingConfig::default()).unwrap();
+//! let source = "package a;\n\n/** Adds. */\nclass Sum {\n  int add(int x, int y) { return x + y; }\n}\n";
+//! let doc = chunker.chunk_bytes("demo", "src/a/Sum.java", source.as_bytes()).unwrap();
+//! assert_eq!(doc.chunks.len(), 1);
+//! assert_eq!(doc.chunks[0].node_type, "class_declaration");
+//! assert_eq!(doc.chunks[0].section, "Sum");
+//! weft_core::invariants::check(source, &doc.chunks).unwrap();
+//! ```
 
+mod code;
+mod config;
+mod detect;
+pub mod html;
+mod languages;
+mod markdown;
+mod span;
+mod text;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use weft_core::{Chunk, DocumentId};
+
+pub use code::parse;
+pub use config::{ChunkingConfig, CodeConfig, InvalidSetting, LinesConfig, MarkdownConfig, TextConfig};
+pub use detect::{FileKind, Strategy};
+pub use languages::CodeLanguage;
+
+use span::{DocumentMeta, Piece};
+
+/// Why a file was not chunked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChunkError {
+    /// The file holds a NUL byte: binary, not text.
+    #[error("{uri}: binary file (NUL byte at offset {offset}), not chunked")]
+    Binary {
+        /// The file.
+        uri: String,
+        /// Where the first NUL byte is.
+        offset: usize,
+    },
+    /// The file is not valid UTF-8.
+    #[error("{uri}: not valid UTF-8 (invalid byte at offset {offset}), not chunked")]
+    NotUtf8 {
+        /// The file.
+        uri: String,
+        /// Where the first invalid byte is.
+        offset: usize,
+    },
+    /// The file is over `chunking.max_file_bytes`.
+    #[error("{uri}: {size} bytes is over chunking.max_file_bytes ({limit}), not chunked")]
+    TooLarge {
+        /// The file.
+        uri: String,
+        /// Its size in bytes.
+        size: u64,
+        /// The configured limit.
+        limit: u64,
+    },
+}
+
+/// The chunks of one document, and what the chunker noticed on the way.
+#[derive(Debug, Clone)]
+pub struct ChunkedDocument {
+    /// The document's id.
+    pub document_id: DocumentId,
+    /// What the file was taken for.
+    pub kind: FileKind,
+    /// The document's title.
+    pub title: String,
+    /// The chunks, in order.
+    pub chunks: Vec<Chunk>,
+    /// Problems that did not stop chunking (syntax errors, fallbacks).
+    pub warnings: Vec<String>,
+    /// For HTML: the extracted markdown that chunk offsets refer to. `None`
+    /// when the offsets refer to the source text itself.
+    pub extracted_text: Option<String>,
+}
+
+impl ChunkedDocument {
+    /// The text the chunks' byte ranges refer to: the extracted text for
+    /// HTML, else `source`.
+    pub fn text<'a>(&'a self, source: &'a str) -> &'a str {
+        self.extracted_text.as_deref().unwrap_or(source)
+    }
+}
+
+/// Chunks documents according to a validated [`ChunkingConfig`].
+///
+/// A `Chunker` is cheap to share between threads; tree-sitter parsers are
+/// kept per thread.
+#[derive(Debug, Clone)]
+pub struct Chunker {
+    config: ChunkingConfig,
+    api_reference: GlobSet,
+}
+
+impl Chunker {
+    /// A chunker with `config`, which is validated first.
+    pub fn new(config: ChunkingConfig) -> Result<Self, InvalidSetting> {
+        config.validate()?;
+        let mut builder = GlobSetBuilder::new();
+        for (i, glob) in config.api_reference_paths.iter().enumerate() {
+            let glob = Glob::new(glob).map_err(|e| InvalidSetting {
+                key: format!("chunking.api_reference_paths[{i}]"),
+                message: e.to_string(),
+            })?;
+            builder.add(glob);
+        }
+        let api_reference = builder.build().map_err(|e| InvalidSetting {
+            key: "chunking.api_reference_paths".into(),
+            message: e.to_string(),
+        })?;
+        Ok(Chunker { config, api_reference })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &ChunkingConfig {
+        &self.config
+    }
+
+    /// What the file at `uri` is taken for.
+    pub fn detect(&self, uri: &str) -> FileKind {
+        detect::detect(uri, &self.api_reference)
+    }
+
+    /// Chunks the raw bytes of the file at `uri` in `project`, refusing
+    /// binary, non-UTF-8 and oversize files with a reason.
+    pub fn chunk_bytes(&self, project: &str, uri: &str, bytes: &[u8]) -> Result<ChunkedDocument, ChunkError> {
+        let size = bytes.len() as u64;
+        if size > self.config.max_file_bytes {
+            return Err(ChunkError::TooLarge { uri: uri.to_owned(), size, limit: self.config.max_file_bytes });
+        }
+        if let Some(offset) = bytes.iter().position(|&b| b == 0) {
+            return Err(ChunkError::Binary { uri: uri.to_owned(), offset });
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| ChunkError::NotUtf8 { uri: uri.to_owned(), offset: e.valid_up_to() })?;
+        Ok(self.chunk_text(project, uri, text))
+    }
+
+    /// Chunks `text`, the content of the file at `uri` in `project`.
+    pub fn chunk_text(&self, project: &str, uri: &str, text: &str) -> ChunkedDocument {
+        let kind = self.detect(uri);
+        self.chunk_text_as(project, uri, text, kind)
+    }
+
+    /// Chunks `text` as a file of `kind` (when the kind is known otherwise,
+    /// e.g. from an HTTP content type).
+    pub fn chunk_text_as(&self, project: &str, uri: &str, text: &str, kind: FileKind) -> ChunkedDocument {
+        let file_name = uri.trim_end_matches('/').rsplit(['/', '\\']).next().unwrap_or(uri).to_owned();
+        let mut warnings = Vec::new();
+        let mut title = None;
+        let mut extracted_text = None;
+        let pieces: Vec<Piece> = match kind.strategy {
+            Strategy::Code(language) => self.code(language, text, &mut warnings),
+            Strategy::Markdown => {
+                let out = markdown::chunk(text, &self.config.markdown, kind.is_index_doc, &file_name);
+                title = out.title;
+                out.pieces
+            }
+            Strategy::Html => {
+                let page = html::extract(text);
+                let out = markdown::chunk(&page.markdown, &self.config.markdown, kind.is_index_doc, &file_name);
+                title = page.title.or(out.title);
+                extracted_text = Some(page.markdown);
+                out.pieces
+            }
+            Strategy::Text => text::paragraphs(text, &self.config.text, ""),
+            Strategy::Lines => text::line_windows(text, &self.config.lines, ""),
+        };
+        let title = title.unwrap_or(file_name);
+        let document_id = DocumentId::new(project, uri);
+        let meta = DocumentMeta {
+            document_id: &document_id,
+            project,
+            uri,
+            title: &title,
+            content_type: kind.content_type,
+            language: &kind.language,
+            is_index_doc: kind.is_index_doc,
+        };
+        let chunks = span::assemble(&meta, extracted_text.as_deref().unwrap_or(text), pieces);
+        ChunkedDocument { document_id, kind, title, chunks, warnings, extracted_text }
+    }
+
+    fn code(&self, language: CodeLanguage, text: &str, warnings: &mut Vec<String>) -> Vec<Piece> {
+        if text.len() as u64 > self.config.code.max_parse_bytes {
+            warnings.push(format!(
+                "{} bytes is over chunking.code.max_parse_bytes ({}); chunked as line windows",
+                text.len(),
+                self.config.code.max_parse_bytes
+            ));
+            return text::line_windows(text, &self.config.lines, "");
+        }
+        match code::chunk(language, text, &self.config.code) {
+            code::CodeOutcome::Chunked { pieces, warning } => {
+                warnings.extend(warning);
+                pieces
+            }
+            code::CodeOutcome::Unparsable { reason } => {
+                warnings.push(format!("{reason}; chunked as line windows"));
+                text::line_windows(text, &self.config.lines, "")
+            }
+        }
+    }
+}

@@ -1,0 +1,441 @@
+//! The tree-sitter code chunker.
+//!
+//! One chunk per top-level definition, with its leading comments, attributes
+//! and decorators; package and import lines join the next definition. A
+//! definition over `code.max_chars` is split: a class (any container) into a
+//! header chunk (declaration and leading fields) plus its members, each
+//! chunked the same way one level down; anything else at statement (child)
+//! boundaries into "(Part i/n)". Tiny neighbours merge up to `code.min_chars`.
+//!
+//! Pieces at one level always run from one unit's start to the next unit's
+//! start (trailing whitespace trimmed), so separators that are not nodes of
+//! their own (commas, stray semicolons, closing braces) are never lost.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use tree_sitter::{Node, Parser, Tree};
+
+use crate::config::CodeConfig;
+use crate::languages::{CodeLanguage, LanguageSpec};
+use crate::span::{Measure, Piece, greedy_cuts, number_parts, split_by_size, trim_end};
+
+/// How deep classes may nest before the rest is split by size alone.
+const MAX_DEPTH: usize = 24;
+
+/// The result of chunking a code file.
+pub(crate) enum CodeOutcome {
+    /// The file parsed; here are its pieces (and perhaps a warning).
+    Chunked { pieces: Vec<Piece>, warning: Option<String> },
+    /// The file did not parse well enough; the caller falls back to lines.
+    Unparsable { reason: String },
+}
+
+thread_local! {
+    static PARSERS: RefCell<HashMap<CodeLanguage, Parser>> = RefCell::new(HashMap::new());
+}
+
+/// Parses `text` with the grammar of `language`, reusing this thread's parser.
+pub fn parse(language: CodeLanguage, text: &str) -> Option<Tree> {
+    PARSERS.with(|parsers| {
+        let mut parsers = parsers.borrow_mut();
+        let parser = match parsers.entry(language) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let mut parser = Parser::new();
+                // The grammars are compiled in; a version mismatch is a build error
+                // in practice, and is reported as unparsable rather than a panic.
+                if parser.set_language(&language.grammar()).is_err() {
+                    return None;
+                }
+                e.insert(parser)
+            }
+        };
+        parser.parse(text, None)
+    })
+}
+
+pub(crate) fn chunk(language: CodeLanguage, text: &str, config: &CodeConfig) -> CodeOutcome {
+    let Some(tree) = parse(language, text) else {
+        return CodeOutcome::Unparsable { reason: format!("the {} parser gave no tree", language.name()) };
+    };
+    let root = tree.root_node();
+    let mut warning = None;
+    if root.has_error() {
+        let error_bytes = error_bytes(root);
+        let ratio = error_bytes as f64 / text.len().max(1) as f64;
+        if ratio > config.max_error_ratio {
+            return CodeOutcome::Unparsable {
+                reason: format!(
+                    "{:.0}% of the file is in {} syntax errors (limit chunking.code.max_error_ratio = {})",
+                    ratio * 100.0,
+                    language.name(),
+                    config.max_error_ratio
+                ),
+            };
+        }
+        warning = Some(format!(
+            "{} syntax errors in {:.1}% of the file; chunked around them",
+            language.name(),
+            ratio * 100.0
+        ));
+    }
+    let ctx = Ctx { text, measure: Measure::new(text), spec: language.spec(), language, config };
+    let mut cursor = root.walk();
+    let children: Vec<Node> = root.children(&mut cursor).collect();
+    let (Some(first), Some(last)) = (children.first(), children.last()) else {
+        return CodeOutcome::Chunked { pieces: Vec::new(), warning };
+    };
+    let range = (first.start_byte(), last.end_byte());
+    let pieces = ctx.chunk_level(&children, range, "", 0);
+    CodeOutcome::Chunked { pieces: pieces.into_iter().map(|m| m.piece).collect(), warning }
+}
+
+/// Bytes under ERROR and MISSING nodes (not counting nested ones twice).
+fn error_bytes(root: Node<'_>) -> usize {
+    let mut total = 0;
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            total += node.byte_range().len().max(1);
+        } else if node.has_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    total
+}
+
+struct Ctx<'a> {
+    text: &'a str,
+    measure: Measure<'a>,
+    spec: &'static LanguageSpec,
+    language: CodeLanguage,
+    config: &'a CodeConfig,
+}
+
+/// A run of sibling nodes that chunk together: leading comments, attributes
+/// and imports, then the definition (absent for a trailing run of comments).
+struct Unit<'t> {
+    start: usize,
+    def: Option<Node<'t>>,
+}
+
+/// A piece, and whether it may merge with its tiny neighbours.
+struct Mergeable {
+    piece: Piece,
+    mergeable: bool,
+}
+
+impl<'a> Ctx<'a> {
+    fn is(&self, kinds: &[&str], node: Node<'_>) -> bool {
+        kinds.contains(&node.kind())
+    }
+
+    fn group_units<'t>(&self, nodes: &[Node<'t>]) -> Vec<Unit<'t>> {
+        let mut units = Vec::new();
+        let mut pending: Option<usize> = None;
+        for &node in nodes.iter().filter(|n| n.is_named() || n.is_error()) {
+            if self.is(self.spec.comments, node) || self.is(self.spec.attach_forward, node) {
+                pending.get_or_insert(node.start_byte());
+            } else {
+                units.push(Unit { start: pending.take().unwrap_or(node.start_byte()), def: Some(node) });
+            }
+        }
+        if let Some(start) = pending {
+            if units.is_empty() {
+                units.push(Unit { start, def: None });
+            }
+            // Otherwise trailing comments stay in the last unit's range.
+        }
+        units
+    }
+
+    /// Chunks the sibling `nodes` that span `range`, at symbol path `path`.
+    fn chunk_level(&self, nodes: &[Node<'_>], range: (usize, usize), path: &str, depth: usize) -> Vec<Mergeable> {
+        let mut units = self.group_units(nodes);
+        if units.is_empty() {
+            return self.size_parts(range, path, "code", None);
+        }
+        units[0].start = range.0;
+        let mut out = Vec::new();
+        for (i, unit) in units.iter().enumerate() {
+            let next = units.get(i + 1).map_or(range.1, |u| u.start);
+            let end = trim_end(self.text, unit.start, next);
+            out.extend(self.chunk_unit((unit.start, end), unit.def, path, depth));
+        }
+        self.merge_small(out)
+    }
+
+    /// Chunks one unit: whole if it fits, else split by what it is.
+    fn chunk_unit(&self, range: (usize, usize), def: Option<Node<'_>>, path: &str, depth: usize) -> Vec<Mergeable> {
+        let Some(def) = def else {
+            return self.size_parts(range, path, "comment", None);
+        };
+        let inner = unwrap_definition(def);
+        let name = self.definition_name(inner);
+        let section = join_path(path, self.qualifier(inner).as_deref(), name.as_deref());
+        let node_type = inner.kind().to_owned();
+        if self.measure.chars(range.0, range.1) <= self.config.max_chars {
+            let mut piece = Piece::new(range.0, range.1, section, node_type);
+            piece.node_name = name;
+            return vec![Mergeable { piece, mergeable: true }];
+        }
+        if depth < MAX_DEPTH {
+            if let Some((owner, body)) = find_body(def) {
+                if self.is(self.spec.containers, owner) {
+                    if let Some(pieces) = self.members(range, owner, body, &section, name.as_deref(), depth) {
+                        return pieces;
+                    }
+                } else {
+                    return self.statement_parts(range, body, &section, &node_type, name);
+                }
+            }
+        }
+        self.size_parts(range, &section, &node_type, name)
+    }
+
+    /// A container: a header (declaration and leading fields) plus members.
+    fn members(
+        &self,
+        range: (usize, usize),
+        owner: Node<'_>,
+        body: Node<'_>,
+        section: &str,
+        name: Option<&str>,
+        depth: usize,
+    ) -> Option<Vec<Mergeable>> {
+        let members = self.member_nodes(body);
+        let units = self.group_units(&members);
+        if units.is_empty() {
+            return None;
+        }
+        let unit_end = |i: usize| units.get(i + 1).map_or(range.1, |u: &Unit<'_>| u.start);
+        // Fields right after the declaration join the header while it fits.
+        let mut first_member = 0;
+        while first_member < units.len()
+            && units[first_member].def.is_some_and(|d| self.is(self.spec.fields, unwrap_definition(d)))
+            && self.measure.chars(range.0, unit_end(first_member)) <= self.config.max_chars
+        {
+            first_member += 1;
+        }
+        let header_end = units.get(first_member).map_or(range.1, |u| u.start);
+        let mut header = Piece::new(range.0, trim_end(self.text, range.0, header_end), section, owner.kind());
+        header.node_name = name.map(str::to_owned);
+        header.outline = self.outline(section, &units[first_member..]);
+        let mut out = vec![Mergeable { piece: header, mergeable: true }];
+        for i in first_member..units.len() {
+            let end = trim_end(self.text, units[i].start, unit_end(i));
+            out.extend(self.chunk_unit((units[i].start, end), units[i].def, section, depth + 1));
+        }
+        Some(self.merge_small(out))
+    }
+
+    /// The member nodes of a container body, with flattened sub-bodies.
+    fn member_nodes<'t>(&self, body: Node<'t>) -> Vec<Node<'t>> {
+        let mut out = Vec::new();
+        let mut cursor = body.walk();
+        for child in body.named_children(&mut cursor) {
+            if self.is(self.spec.flatten, child) {
+                let mut inner = child.walk();
+                out.extend(child.named_children(&mut inner));
+            } else {
+                out.push(child);
+            }
+        }
+        out
+    }
+
+    /// "Members of Outer.Inner: a, b, c" for the header's embedded text.
+    fn outline(&self, section: &str, units: &[Unit<'_>]) -> Option<String> {
+        let names: Vec<String> = units
+            .iter()
+            .filter_map(|u| u.def.map(unwrap_definition))
+            .filter_map(|d| self.definition_name(d))
+            .take(60)
+            .collect();
+        (!names.is_empty()).then(|| format!("Members of {section}: {}", names.join(", ")))
+    }
+
+    /// A long function (or other node): its body's children grouped into parts.
+    fn statement_parts(
+        &self,
+        range: (usize, usize),
+        body: Node<'_>,
+        section: &str,
+        node_type: &str,
+        name: Option<String>,
+    ) -> Vec<Mergeable> {
+        let mut cursor = body.walk();
+        let children: Vec<Node> = body.named_children(&mut cursor).collect();
+        let units = self.group_units(&children);
+        let max = self.config.max_chars;
+        let cuts = greedy_cuts(self.measure, range, units.iter().map(|u| u.start), max, self.config.min_chars);
+        let mut pieces = Vec::new();
+        for (i, &cut) in cuts.iter().enumerate() {
+            let next = cuts.get(i + 1).copied().unwrap_or(range.1);
+            let end = trim_end(self.text, cut, next);
+            for (s, e) in split_by_size(self.text, self.measure, cut, end, max, &[]) {
+                let mut piece = Piece::new(s, e, section, node_type);
+                piece.node_name = name.clone();
+                pieces.push(piece);
+            }
+        }
+        number_parts(&mut pieces);
+        pieces.into_iter().map(|piece| Mergeable { piece, mergeable: false }).collect()
+    }
+
+    /// The last resort: split by size at line starts, as "(Part i/n)".
+    fn size_parts(&self, range: (usize, usize), section: &str, node_type: &str, name: Option<String>) -> Vec<Mergeable> {
+        let ranges = split_by_size(self.text, self.measure, range.0, range.1, self.config.max_chars, &[]);
+        let whole = ranges.len() == 1;
+        let mut pieces: Vec<Piece> = ranges
+            .into_iter()
+            .map(|(s, e)| {
+                let mut piece = Piece::new(s, e, section, node_type);
+                piece.node_name = name.clone();
+                piece
+            })
+            .collect();
+        number_parts(&mut pieces);
+        pieces.into_iter().map(|piece| Mergeable { piece, mergeable: whole }).collect()
+    }
+
+    /// Merges tiny neighbours (either under `min_chars`) while the result fits.
+    fn merge_small(&self, pieces: Vec<Mergeable>) -> Vec<Mergeable> {
+        let (min, max) = (self.config.min_chars, self.config.max_chars);
+        let mut out: Vec<Mergeable> = Vec::with_capacity(pieces.len());
+        for next in pieces {
+            if let Some(last) = out.last_mut() {
+                let last_size = self.measure.chars(last.piece.start, last.piece.end);
+                let next_size = self.measure.chars(next.piece.start, next.piece.end);
+                if last.mergeable
+                    && next.mergeable
+                    && (last_size < min || next_size < min)
+                    && self.measure.chars(last.piece.start, next.piece.end) <= max
+                {
+                    let end = next.piece.end;
+                    if next_size > last_size {
+                        let start = last.piece.start;
+                        let outline = last.piece.outline.take();
+                        last.piece = next.piece;
+                        last.piece.start = start;
+                        last.piece.outline = last.piece.outline.take().or(outline);
+                    }
+                    last.piece.end = end;
+                    continue;
+                }
+            }
+            out.push(next);
+        }
+        out
+    }
+
+    /// The name of a definition node, where it has one.
+    fn definition_name(&self, node: Node<'_>) -> Option<String> {
+        let text = |n: Node<'_>| clean_name(&self.text[n.byte_range()]);
+        match node.kind() {
+            "impl_item" => node.child_by_field_name("type").map(text),
+            "lexical_declaration" | "variable_declaration" | "field_declaration" | "const_declaration"
+            | "var_declaration" | "type_declaration" => {
+                let mut cursor = node.walk();
+                let found = node
+                    .named_children(&mut cursor)
+                    .find_map(|c| c.child_by_field_name("name").or_else(|| c.child_by_field_name("declarator")));
+                match found {
+                    Some(n) if n.kind() == "variable_declarator" => n.child_by_field_name("name").map(text),
+                    Some(n) => Some(text(n)),
+                    None => node.child_by_field_name("name").map(text),
+                }
+            }
+            "expression_statement" if self.language == CodeLanguage::Python => {
+                let first = node.named_child(0)?;
+                (first.kind() == "assignment").then(|| first.child_by_field_name("left").map(text)).flatten()
+            }
+            "property_identifier" => Some(text(node)),
+            _ => node.child_by_field_name("name").map(text),
+        }
+    }
+
+    /// The type a Go method belongs to: its section is `Type.method`.
+    fn qualifier(&self, node: Node<'_>) -> Option<String> {
+        if self.language != CodeLanguage::Go || node.kind() != "method_declaration" {
+            return None;
+        }
+        let receiver = node.child_by_field_name("receiver")?;
+        let mut stack = vec![receiver];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "type_identifier" {
+                return Some(clean_name(&self.text[n.byte_range()]));
+            }
+            let mut cursor = n.walk();
+            let children: Vec<Node> = n.named_children(&mut cursor).collect();
+            stack.extend(children.into_iter().rev());
+        }
+        None
+    }
+}
+
+/// Looks through wrappers (`export …`, decorators, `declare …`) to the definition.
+fn unwrap_definition(mut node: Node<'_>) -> Node<'_> {
+    for _ in 0..4 {
+        let inner = match node.kind() {
+            "export_statement" => node.child_by_field_name("declaration").or_else(|| node.child_by_field_name("value")),
+            "decorated_definition" => node.child_by_field_name("definition"),
+            "ambient_declaration" => node.named_child(0),
+            _ => None,
+        };
+        match inner {
+            Some(inner) => node = inner,
+            None => break,
+        }
+    }
+    node
+}
+
+/// Finds the node whose children a large definition splits at, and the node
+/// that owns it: the `body` field, found by descending into the child that
+/// holds most of the text (export wrappers, declarators, arrow functions…).
+fn find_body(def: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
+    let mut node = def;
+    for _ in 0..8 {
+        if let Some(body) = node.child_by_field_name("body") {
+            return (body.named_child_count() > 0).then_some((node, body));
+        }
+        let mut cursor = node.walk();
+        let largest = node.named_children(&mut cursor).max_by_key(|c| c.byte_range().len())?;
+        if largest.byte_range().len() * 2 < node.byte_range().len() {
+            // No single child dominates: split at this node's children.
+            return (node.named_child_count() > 1).then_some((node, node));
+        }
+        node = largest;
+    }
+    (node.named_child_count() > 1).then_some((node, node))
+}
+
+fn join_path(path: &str, qualifier: Option<&str>, name: Option<&str>) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    if !path.is_empty() {
+        parts.push(path);
+    }
+    if let Some(q) = qualifier {
+        parts.push(q);
+    }
+    if let Some(n) = name {
+        parts.push(n);
+    }
+    parts.join(".")
+}
+
+/// Collapses whitespace and bounds the length of a name taken from source.
+fn clean_name(raw: &str) -> String {
+    let mut name: String = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    if name.len() > 120 {
+        let mut cut = 120;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name.truncate(cut);
+    }
+    name
+}
