@@ -1,1 +1,47 @@
-fn main(){}
+//! `weft`: the all-in-one command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod chunk_cmd;
+
+/// weft turns code repositories and documentation into retrieval context for LLMs.
+#[derive(Debug, Parser)]
+#[command(name = "weft", version, about, long_about = None)]
+struct Cli {
+    /// Configuration file (default: ./weft.toml when it exists). Settings can
+    /// also be given as WEFT__SECTION__KEY environment variables.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show the chunks weft makes of a file, or of every file under a directory.
+    Chunk(chunk_cmd::ChunkArgs),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("WEFT_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Chunk(args) => chunk_cmd::run(cli.config.as_deref(), args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("weft: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

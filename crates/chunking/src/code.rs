@@ -132,23 +132,39 @@ impl<'a> Ctx<'a> {
         kinds.contains(&node.kind())
     }
 
+    /// Groups siblings into units. Imports and attributes always join the
+    /// next definition; comments join it only when nothing but a single line
+    /// break separates them (a doc comment), else a run of comments is a
+    /// unit of its own (a licence header, a module doc, commented-out code).
     fn group_units<'t>(&self, nodes: &[Node<'t>]) -> Vec<Unit<'t>> {
         let mut units = Vec::new();
-        let mut pending: Option<usize> = None;
+        // The pending run: its start, its end, and whether it is only comments.
+        let mut pending: Option<(usize, usize, bool)> = None;
         for &node in nodes.iter().filter(|n| n.is_named() || n.is_error()) {
-            if self.is(self.spec.comments, node) || self.is(self.spec.attach_forward, node) {
-                pending.get_or_insert(node.start_byte());
+            let is_comment = self.is(self.spec.comments, node);
+            if let Some((start, end, only_comments)) = pending {
+                if only_comments && self.blank_line_between(end, node.start_byte()) {
+                    units.push(Unit { start, def: None });
+                    pending = None;
+                }
+            }
+            if is_comment || self.is(self.spec.attach_forward, node) {
+                let (start, _, only_comments) = pending.unwrap_or((node.start_byte(), 0, true));
+                pending = Some((start, node.end_byte(), only_comments && is_comment));
             } else {
-                units.push(Unit { start: pending.take().unwrap_or(node.start_byte()), def: Some(node) });
+                let start = pending.take().map_or(node.start_byte(), |(start, _, _)| start);
+                units.push(Unit { start, def: Some(node) });
             }
         }
-        if let Some(start) = pending {
-            if units.is_empty() {
-                units.push(Unit { start, def: None });
-            }
-            // Otherwise trailing comments stay in the last unit's range.
+        // A trailing run of comments is a unit of its own; if tiny, it merges back.
+        if let Some((start, _, _)) = pending {
+            units.push(Unit { start, def: None });
         }
         units
+    }
+
+    fn blank_line_between(&self, from: usize, to: usize) -> bool {
+        to > from && self.text[from..to].matches('\n').count() >= 2
     }
 
     /// Chunks the sibling `nodes` that span `range`, at symbol path `path`.
@@ -219,11 +235,11 @@ impl<'a> Ctx<'a> {
         {
             first_member += 1;
         }
-        let header_end = units.get(first_member).map_or(range.1, |u| u.start);
-        let mut header = Piece::new(range.0, trim_end(self.text, range.0, header_end), section, owner.kind());
-        header.node_name = name.map(str::to_owned);
-        header.outline = self.outline(section, &units[first_member..]);
-        let mut out = vec![Mergeable { piece: header, mergeable: true }];
+        let header_end = trim_end(self.text, range.0, units.get(first_member).map_or(range.1, |u| u.start));
+        let mut out = self.size_parts((range.0, header_end), section, owner.kind(), name.map(str::to_owned));
+        if let Some(first) = out.first_mut() {
+            first.piece.outline = self.outline(section, &units[first_member..]);
+        }
         for i in first_member..units.len() {
             let end = trim_end(self.text, units[i].start, unit_end(i));
             out.extend(self.chunk_unit((units[i].start, end), units[i].def, section, depth + 1));
@@ -335,7 +351,11 @@ impl<'a> Ctx<'a> {
     fn definition_name(&self, node: Node<'_>) -> Option<String> {
         let text = |n: Node<'_>| clean_name(&self.text[n.byte_range()]);
         match node.kind() {
-            "impl_item" => node.child_by_field_name("type").map(text),
+            // `impl<T> Display for Wrapper<T>` is named `Wrapper`.
+            "impl_item" => node.child_by_field_name("type").map(|t| {
+                let name = text(t);
+                name.split('<').next().unwrap_or(&name).trim().to_owned()
+            }),
             "lexical_declaration" | "variable_declaration" | "field_declaration" | "const_declaration"
             | "var_declaration" | "type_declaration" => {
                 let mut cursor = node.walk();

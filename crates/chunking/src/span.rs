@@ -170,9 +170,10 @@ pub(crate) fn assemble(meta: &DocumentMeta<'_>, text: &str, pieces: Vec<Piece>) 
         .enumerate()
         .map(|(i, p)| {
             // Pieces never go backwards, so lines are counted forward once.
-            line += newlines(&text[line_pos..p.start]);
+            let bytes = text.as_bytes();
+            line += newlines(&bytes[line_pos..p.start]);
             line_pos = p.start;
-            let end_line = line + newlines(&text[p.start..p.end.saturating_sub(1).max(p.start)]);
+            let end_line = line + newlines(&bytes[p.start..p.end.saturating_sub(1).max(p.start)]);
             let content = text[p.start..p.end].to_owned();
             Chunk {
                 document_id: meta.document_id.clone(),
@@ -201,8 +202,8 @@ pub(crate) fn assemble(meta: &DocumentMeta<'_>, text: &str, pieces: Vec<Piece>) 
         .collect()
 }
 
-fn newlines(s: &str) -> u32 {
-    s.bytes().filter(|&b| b == b'\n').count() as u32
+fn newlines(bytes: &[u8]) -> u32 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u32
 }
 
 /// Adds " (Part i/n)" to the sections of a run of pieces split from one unit.

@@ -1,1 +1,193 @@
+//! # weft-config
+//!
+//! weft's configuration, from three layers, later ones winning:
+//!
+//! 1. built-in defaults;
+//! 2. a TOML file: the one given (`--config`), else `weft.toml` in the
+//!    current directory when there is one;
+//! 3. environment variables `WEFT__<SECTION>__<KEY>`, e.g.
+//!    `WEFT__CHUNKING__CODE__MAX_CHARS=1500`. Lists are comma-separated.
+//!
+//! The result is validated; errors name the file and the key.
+//!
+//! ```toml
+//! # weft.toml
+//! [chunking.code]
+//! max_chars = 1500
+//! min_chars = 300
+//!
+//! [chunking]
+//! api_reference_paths = ["docs/api/**"]
+//! ```
 
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use weft_chunking::{ChunkingConfig, InvalidSetting};
+
+/// The file looked for in the current directory when none is given.
+pub const DEFAULT_FILE: &str = "weft.toml";
+
+/// The prefix of environment variables (`WEFT__CHUNKING__CODE__MAX_CHARS`).
+pub const ENV_PREFIX: &str = "WEFT";
+
+/// All of weft's settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WeftConfig {
+    /// How documents are split into chunks.
+    pub chunking: ChunkingConfig,
+}
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file named with `--config` does not exist.
+    #[error("config file {0} does not exist")]
+    MissingFile(PathBuf),
+    /// A file or variable could not be read or has a value of the wrong shape.
+    #[error("{source_name}: {message}")]
+    Malformed {
+        /// The file, or "environment".
+        source_name: String,
+        /// What the parser said, including the key.
+        message: String,
+    },
+    /// A value has the right shape but cannot work.
+    #[error("{source_name}: {setting}")]
+    Invalid {
+        /// Where the settings came from.
+        source_name: String,
+        /// The key and what is wrong with it.
+        setting: InvalidSetting,
+    },
+}
+
+/// Where the configuration came from, for messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The configuration.
+    pub config: WeftConfig,
+    /// The file that was read, if any.
+    pub file: Option<PathBuf>,
+}
+
+/// Loads the configuration: defaults, then `file` (or `./weft.toml` when it
+/// exists), then the process environment.
+pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
+    load_with_env(file, std::env::vars())
+}
+
+/// Like [`load`], with the environment given explicitly (for tests).
+pub fn load_with_env(
+    file: Option<&Path>,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Loaded, ConfigError> {
+    let file = match file {
+        Some(path) if !path.exists() => return Err(ConfigError::MissingFile(path.to_owned())),
+        Some(path) => Some(path.to_owned()),
+        None => Some(PathBuf::from(DEFAULT_FILE)).filter(|p| p.exists()),
+    };
+    let source_name = match &file {
+        Some(path) => format!("{} (with WEFT__ environment variables)", path.display()),
+        None => "configuration (defaults and WEFT__ environment variables)".to_owned(),
+    };
+    let env: config::Map<String, String> =
+        env.into_iter().filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}__"))).collect();
+    let mut builder = config::Config::builder();
+    if let Some(path) = &file {
+        builder = builder.add_source(config::File::from(path.as_path()).format(config::FileFormat::Toml));
+    }
+    builder = builder.add_source(
+        config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("__")
+            .separator("__")
+            .try_parsing(true)
+            .list_separator(",")
+            .with_list_parse_key("chunking.api_reference_paths")
+            .source(Some(env)),
+    );
+    let malformed = |e: config::ConfigError| ConfigError::Malformed { source_name: source_name.clone(), message: e.to_string() };
+    let config: WeftConfig = builder.build().map_err(malformed)?.try_deserialize().map_err(malformed)?;
+    config.chunking.validate().map_err(|setting| ConfigError::Invalid { source_name: source_name.clone(), setting })?;
+    Ok(Loaded { config, file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &tempfile::TempDir, text: &str) -> PathBuf {
+        let path = dir.path().join("weft.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn no_env() -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    #[test]
+    fn defaults_without_file_or_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "");
+        let loaded = load_with_env(Some(&path), no_env()).unwrap();
+        assert_eq!(loaded.config, WeftConfig::default());
+    }
+
+    #[test]
+    fn file_then_env_override_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "[chunking.code]\nmax_chars = 2000\nmin_chars = 100\n[chunking]\napi_reference_paths = [\"doc/api/**\"]\n");
+        let env = vec![
+            ("WEFT__CHUNKING__CODE__MAX_CHARS".to_owned(), "3000".to_owned()),
+            ("WEFT__CHUNKING__LINES__WINDOW_LINES".to_owned(), "80".to_owned()),
+            ("UNRELATED".to_owned(), "x".to_owned()),
+        ];
+        let config = load_with_env(Some(&path), env).unwrap().config;
+        assert_eq!(config.chunking.code.max_chars, 3000);
+        assert_eq!(config.chunking.code.min_chars, 100);
+        assert_eq!(config.chunking.lines.window_lines, 80);
+        assert_eq!(config.chunking.api_reference_paths, vec!["doc/api/**".to_owned()]);
+    }
+
+    #[test]
+    fn env_lists_are_comma_separated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "");
+        let env = vec![("WEFT__CHUNKING__API_REFERENCE_PATHS".to_owned(), "a/**,b/**".to_owned())];
+        let config = load_with_env(Some(&path), env).unwrap().config;
+        assert_eq!(config.chunking.api_reference_paths, vec!["a/**".to_owned(), "b/**".to_owned()]);
+    }
+
+    #[test]
+    fn malformed_values_name_the_file_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "[chunking.code]\nmax_chars = \"big\"\n");
+        let err = load_with_env(Some(&path), no_env()).unwrap_err().to_string();
+        assert!(err.contains("weft.toml"), "{err}");
+        assert!(err.contains("max_chars"), "{err}");
+
+        let path = write(&dir, "[chunking.code]\nmax_char = 10\n");
+        let err = load_with_env(Some(&path), no_env()).unwrap_err().to_string();
+        assert!(err.contains("max_char"), "{err}");
+
+        let path = write(&dir, "[chunking\n");
+        let err = load_with_env(Some(&path), no_env()).unwrap_err().to_string();
+        assert!(err.contains("weft.toml"), "{err}");
+    }
+
+    #[test]
+    fn invalid_settings_name_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "[chunking.text]\ntarget_chars = 100\noverlap_chars = 100\n");
+        let err = load_with_env(Some(&path), no_env()).unwrap_err().to_string();
+        assert!(err.contains("chunking.text.overlap_chars"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_named_file_is_an_error() {
+        let err = load_with_env(Some(Path::new("/nonexistent/weft.toml")), no_env()).unwrap_err();
+        assert!(matches!(err, ConfigError::MissingFile(_)));
+    }
+}

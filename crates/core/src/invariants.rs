@@ -77,12 +77,12 @@ pub fn check(text: &str, chunks: &[Chunk]) -> Result<(), Violation> {
             line_pos = 0;
             line = 1;
         }
-        line += count_newlines(&text[line_pos..start]);
+        line += count_newlines(&text.as_bytes()[line_pos..start]);
         line_pos = start;
         if c.start_line != line {
             return fail(i, format!("start_line is {}, the text says {line}", c.start_line));
         }
-        let end_line = line + count_newlines(&text[start..end - 1]);
+        let end_line = line + count_newlines(&text.as_bytes()[start..end - 1]);
         if c.end_line != end_line {
             return fail(i, format!("end_line is {}, the text says {end_line}", c.end_line));
         }
@@ -95,8 +95,8 @@ pub fn check(text: &str, chunks: &[Chunk]) -> Result<(), Violation> {
     Ok(())
 }
 
-fn count_newlines(s: &str) -> u32 {
-    s.bytes().filter(|&b| b == b'\n').count() as u32
+fn count_newlines(bytes: &[u8]) -> u32 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u32
 }
 
 #[cfg(test)]
