@@ -1,0 +1,125 @@
+//! Random and hostile input for every chunker: no panic, and the invariants
+//! of `weft_core::invariants::check` hold.
+
+use proptest::prelude::*;
+use weft_chunking::{Chunker, ChunkingConfig};
+
+/// One file name per chunker (and per tree-sitter grammar).
+const NAMES: &[&str] = &[
+    "A.java", "a.ts", "a.tsx", "a.js", "a.py", "a.rs", "a.go", "a.md", "a.html", "a.txt", "a.weird", "README.md",
+    "a.d.ts",
+];
+
+const FIXTURES: &[&str] = &[
+    "RateLimiter.java", "store.ts", "Button.tsx", "queue.js", "graph.py", "ring.rs", "server.go", "guide.md",
+    "page.html", "notes.txt",
+];
+
+fn chunkers() -> Vec<Chunker> {
+    let mut tiny = ChunkingConfig::default();
+    tiny.code.max_chars = 40;
+    tiny.code.min_chars = 10;
+    tiny.markdown.max_chars = 30;
+    tiny.markdown.index_max_chars = 50;
+    tiny.text.target_chars = 30;
+    tiny.text.overlap_chars = 10;
+    tiny.lines.window_lines = 3;
+    tiny.lines.overlap_lines = 1;
+    tiny.lines.max_chars = 25;
+    vec![Chunker::new(ChunkingConfig::default()).unwrap(), Chunker::new(tiny).unwrap()]
+}
+
+fn check_all(text: &str) -> Result<(), TestCaseError> {
+    for chunker in chunkers() {
+        for name in NAMES {
+            let doc = chunker.chunk_text("prop", name, text);
+            if let Err(v) = weft_core::invariants::check(doc.text(text), &doc.chunks) {
+                return Err(TestCaseError::fail(format!("{name}: {v}\ninput: {text:?}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Text made of the characters that matter to parsers and splitters.
+fn hostile_text() -> impl Strategy<Value = String> {
+    let pieces = prop::sample::select(vec![
+        "{", "}", "(", ")", "[", "]", ";", ",", ".", "=", "=>", "<", ">", "/", "*", "/**", "*/", "//", "#", "##",
+        "# ", "---\n", "+++\n", "```", "```\n", "\"", "'", "`", "\\", "@", "class ", "def ", "fn ", "func ",
+        "function ", "import ", "package ", "export ", "interface ", "impl ", "return ", "if ", "<div>", "</div>",
+        "<h2>", "</h2>", "<main>", "<p>", "\n", "\n\n", "\r\n", "\t", "  ", "    ", "x", "foo", "Bar", "é", "漢字",
+        "😀", "\u{feff}", "\u{2028}", "\u{a0}", "\u{0}",
+    ]);
+    prop::collection::vec(pieces, 0..300).prop_map(|v| v.concat())
+}
+
+/// A fixture with random edits: deletions, duplications and insertions.
+fn mutated_fixture() -> impl Strategy<Value = String> {
+    (prop::sample::select(FIXTURES), prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0u8..3, "[{}();\\n\"/*#` a-z]{0,8}"), 1..8))
+        .prop_map(|(name, edits)| {
+            let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+            let mut text = std::fs::read_to_string(path).unwrap_or_default();
+            for (a, b, op, insert) in edits {
+                if text.is_empty() {
+                    break;
+                }
+                let mut i = a.index(text.len());
+                let mut j = b.index(text.len());
+                while !text.is_char_boundary(i) {
+                    i -= 1;
+                }
+                while !text.is_char_boundary(j) {
+                    j -= 1;
+                }
+                let (i, j) = (i.min(j), i.max(j).min(i + 400));
+                let j = (i..=j).rev().find(|&k| text.is_char_boundary(k)).unwrap_or(i);
+                match op {
+                    0 => text.replace_range(i..j, ""),
+                    1 => {
+                        let copy = text[i..j].to_owned();
+                        text.insert_str(j, &copy);
+                    }
+                    _ => text.insert_str(i, &insert),
+                }
+            }
+            text
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_unicode_text(text in "\\PC{0,400}") {
+        check_all(&text)?;
+    }
+
+    #[test]
+    fn hostile_syntax(text in hostile_text()) {
+        check_all(&text)?;
+    }
+
+    #[test]
+    fn mutated_real_files(text in mutated_fixture()) {
+        check_all(&text)?;
+    }
+}
+
+#[test]
+fn pathological_shapes() {
+    let cases = [
+        "a".repeat(20_000),                           // one long line
+        "{".repeat(5_000),                            // deep nesting
+        format!("class A {{{}}}", "int x; ".repeat(3000)), // huge class of fields
+        format!("fn f() {{ {} }}", "g();\n".repeat(3000)), // huge function
+        "\n".repeat(10_000),                          // only newlines
+        "é".repeat(5_000),                            // multibyte, no whitespace
+        "# h\n".repeat(2_000),                        // only headings
+        format!("```\n{}", "code\n".repeat(2000)),    // unclosed fence
+        "/*".repeat(3000),                            // unclosed comments
+        "---\ntitle: x\n".to_owned(),                 // unclosed front matter
+    ];
+    for text in cases {
+        check_all(&text).unwrap_or_else(|e| panic!("{}", &e.to_string()[..e.to_string().len().min(500)]));
+    }
+}
