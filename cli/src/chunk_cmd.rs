@@ -111,7 +111,7 @@ pub fn run(config_file: Option<&Path>, args: &ChunkArgs) -> anyhow::Result<ExitC
                 summary.bytes += bytes.len() as u64;
                 summary.warnings += doc.warnings.len();
             }
-            Err(e) => skipped.push(Skipped { path: uri, reason: e.to_string() }),
+            Err(e) => skipped.push(Skipped { path: uri, reason: e.reason() }),
         }
         progress.inc(1);
     }

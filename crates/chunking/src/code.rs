@@ -18,7 +18,7 @@ use tree_sitter::{Node, Parser, Tree};
 
 use crate::config::CodeConfig;
 use crate::languages::{CodeLanguage, LanguageSpec};
-use crate::span::{Measure, Piece, greedy_cuts, number_parts, split_by_size, trim_end};
+use crate::span::{Measure, Piece, greedy_cuts, number_parts, skip_ws, split_by_size, trim_end};
 
 /// How deep classes may nest before the rest is split by size alone.
 const MAX_DEPTH: usize = 24;
@@ -83,10 +83,12 @@ pub(crate) fn chunk(language: CodeLanguage, text: &str, config: &CodeConfig) -> 
     let ctx = Ctx { text, measure: Measure::new(text), spec: language.spec(), language, config };
     let mut cursor = root.walk();
     let children: Vec<Node> = root.children(&mut cursor).collect();
-    let (Some(first), Some(last)) = (children.first(), children.last()) else {
+    // The whole text but its outer whitespace: grammars skip characters as
+    // whitespace (U+FEFF, U+200B…) that are text to everyone else.
+    let range = (skip_ws(text, 0, text.len()), trim_end(text, 0, text.len()));
+    if range.0 >= range.1 {
         return CodeOutcome::Chunked { pieces: Vec::new(), warning };
-    };
-    let range = (first.start_byte(), last.end_byte());
+    }
     let pieces = ctx.chunk_level(&children, range, "", 0);
     CodeOutcome::Chunked { pieces: pieces.into_iter().map(|m| m.piece).collect(), warning }
 }

@@ -50,7 +50,7 @@ use span::{DocumentMeta, Piece};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChunkError {
     /// The file holds a NUL byte: binary, not text.
-    #[error("{uri}: binary file (NUL byte at offset {offset}), not chunked")]
+    #[error("{uri}: {}", self.reason())]
     Binary {
         /// The file.
         uri: String,
@@ -58,7 +58,7 @@ pub enum ChunkError {
         offset: usize,
     },
     /// The file is not valid UTF-8.
-    #[error("{uri}: not valid UTF-8 (invalid byte at offset {offset}), not chunked")]
+    #[error("{uri}: {}", self.reason())]
     NotUtf8 {
         /// The file.
         uri: String,
@@ -66,7 +66,7 @@ pub enum ChunkError {
         offset: usize,
     },
     /// The file is over `chunking.max_file_bytes`.
-    #[error("{uri}: {size} bytes is over chunking.max_file_bytes ({limit}), not chunked")]
+    #[error("{uri}: {}", self.reason())]
     TooLarge {
         /// The file.
         uri: String,
@@ -75,6 +75,21 @@ pub enum ChunkError {
         /// The configured limit.
         limit: u64,
     },
+}
+
+impl ChunkError {
+    /// The reason alone, without the file's name.
+    pub fn reason(&self) -> String {
+        match self {
+            ChunkError::Binary { offset, .. } => format!("binary file (NUL byte at offset {offset}), not chunked"),
+            ChunkError::NotUtf8 { offset, .. } => {
+                format!("not valid UTF-8 (invalid byte at offset {offset}), not chunked")
+            }
+            ChunkError::TooLarge { size, limit, .. } => {
+                format!("{size} bytes is over chunking.max_file_bytes ({limit}), not chunked")
+            }
+        }
+    }
 }
 
 /// The chunks of one document, and what the chunker noticed on the way.
