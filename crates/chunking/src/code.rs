@@ -83,9 +83,13 @@ pub(crate) fn chunk(language: CodeLanguage, text: &str, config: &CodeConfig) -> 
     let ctx = Ctx { text, measure: Measure::new(text), spec: language.spec(), language, config };
     let mut cursor = root.walk();
     let children: Vec<Node> = root.children(&mut cursor).collect();
-    // The whole text but its outer whitespace: grammars skip characters as
-    // whitespace (U+FEFF, U+200B…) that are text to everyone else.
-    let range = (skip_ws(text, 0, text.len()), trim_end(text, 0, text.len()));
+    // The text without its outer whitespace, widened to every node: grammars
+    // and Rust disagree on what whitespace is (U+FEFF is whitespace to the
+    // JavaScript grammars, U+00A0 is a token to the Rust grammar).
+    let mut range = (skip_ws(text, 0, text.len()), trim_end(text, 0, text.len()));
+    if let (Some(first), Some(last)) = (children.first(), children.last()) {
+        range = (range.0.min(first.start_byte()), range.1.max(last.end_byte()));
+    }
     if range.0 >= range.1 {
         return CodeOutcome::Chunked { pieces: Vec::new(), warning };
     }
@@ -142,7 +146,9 @@ impl<'a> Ctx<'a> {
         let mut units = Vec::new();
         // The pending run: its start, its end, and whether it is only comments.
         let mut pending: Option<(usize, usize, bool)> = None;
-        for &node in nodes.iter().filter(|n| n.is_named() || n.is_error()) {
+        // Zero-width nodes (MISSING tokens of error recovery) hold no text.
+        let nodes = nodes.iter().filter(|n| (n.is_named() || n.is_error()) && n.end_byte() > n.start_byte());
+        for &node in nodes {
             let is_comment = self.is(self.spec.comments, node);
             if let Some((start, end, only_comments)) = pending {
                 if only_comments && self.blank_line_between(end, node.start_byte()) {
@@ -180,7 +186,9 @@ impl<'a> Ctx<'a> {
         for (i, unit) in units.iter().enumerate() {
             let next = units.get(i + 1).map_or(range.1, |u| u.start);
             let end = trim_end(self.text, unit.start, next);
-            out.extend(self.chunk_unit((unit.start, end), unit.def, path, depth));
+            if end > unit.start {
+                out.extend(self.chunk_unit((unit.start, end), unit.def, path, depth));
+            }
         }
         self.merge_small(out)
     }
@@ -244,7 +252,9 @@ impl<'a> Ctx<'a> {
         }
         for i in first_member..units.len() {
             let end = trim_end(self.text, units[i].start, unit_end(i));
-            out.extend(self.chunk_unit((units[i].start, end), units[i].def, section, depth + 1));
+            if end > units[i].start {
+                out.extend(self.chunk_unit((units[i].start, end), units[i].def, section, depth + 1));
+            }
         }
         Some(self.merge_small(out))
     }

@@ -133,7 +133,14 @@ fn pathological_shapes() {
 fn characters_grammars_skip_as_whitespace_stay_in_chunks() {
     // Found by `hostile_syntax`: the JavaScript grammars skip U+FEFF as
     // whitespace; Rust does not, so it must lie in a chunk.
-    for text in ["let a = 1;\n\u{feff}", "\u{feff}let a = 1;", "f()\u{200b}\n", "\u{2060}class A {}\u{2060}"] {
+    for text in ["*]fn \t;}}]漢字\n\n\u{a0}", "let a = 1;\n\u{feff}", "\u{feff}let a = 1;", "f()\u{200b}\n", "\u{2060}class A {}\u{2060}"] {
         check_all(text).unwrap();
     }
+}
+
+#[test]
+fn zero_width_nodes_make_no_empty_chunks() {
+    // Found by `hostile_syntax` at 3000 cases: error recovery inserts
+    // zero-width MISSING nodes, which must not become units of their own.
+    check_all("##func class {---\n\"func func /**class {{\"\n\n\u{a0}[fn \\{{function import {{---\n{##func {---\n]#/**{---\npackage ").unwrap();
 }
