@@ -8,18 +8,33 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use weft_chunking::{Chunker, ChunkingConfig};
 
 const FIXTURES: &[&str] = &[
-    "RateLimiter.java", "store.ts", "Button.tsx", "queue.js", "graph.py", "ring.rs", "server.go", "guide.md",
-    "page.html", "notes.txt",
+    "RateLimiter.java",
+    "store.ts",
+    "Button.tsx",
+    "queue.js",
+    "graph.py",
+    "ring.rs",
+    "server.go",
+    "guide.md",
+    "page.html",
+    "notes.txt",
 ];
 
 fn chunking(c: &mut Criterion) {
     let chunker = Chunker::new(ChunkingConfig::default()).expect("default config is valid");
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/chunking/tests/fixtures");
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../crates/chunking/tests/fixtures"
+    );
     let mut group = c.benchmark_group("chunk");
     for name in FIXTURES {
-        let Ok(text) = std::fs::read_to_string(format!("{dir}/{name}")) else { continue };
+        let Ok(text) = std::fs::read_to_string(format!("{dir}/{name}")) else {
+            continue;
+        };
         group.throughput(Throughput::Bytes(text.len() as u64));
-        group.bench_function(*name, |b| b.iter(|| chunker.chunk_text("bench", name, black_box(&text))));
+        group.bench_function(*name, |b| {
+            b.iter(|| chunker.chunk_text("bench", name, black_box(&text)))
+        });
     }
     group.finish();
 }

@@ -32,7 +32,11 @@ pub fn read_corpus(root: &Path) -> Vec<CorpusFile> {
         .filter_map(|path| {
             let bytes = std::fs::read(&path).ok()?;
             let text = String::from_utf8(bytes).ok()?;
-            let uri = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            let uri = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .replace('\\', "/");
             Some(CorpusFile { uri, text })
         })
         .collect()

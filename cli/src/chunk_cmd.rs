@@ -64,12 +64,17 @@ pub fn run(config_file: Option<&Path>, args: &ChunkArgs) -> anyhow::Result<ExitC
     let loaded = weft_config::load(config_file)?;
     let chunker = Chunker::new(loaded.config.chunking)?;
     let started = Instant::now();
-    let metadata = std::fs::metadata(&args.path).with_context(|| format!("{}", args.path.display()))?;
+    let metadata =
+        std::fs::metadata(&args.path).with_context(|| format!("{}", args.path.display()))?;
     let (root, files, mut skipped) = if metadata.is_dir() {
         let (files, skipped) = walk(&args.path);
         (args.path.clone(), files, skipped)
     } else {
-        let parent = args.path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let parent = args
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
         (parent, vec![args.path.clone()], Vec::new())
     };
     let project = match &args.project {
@@ -78,12 +83,20 @@ pub fn run(config_file: Option<&Path>, args: &ChunkArgs) -> anyhow::Result<ExitC
         None => default_project(&args.path, metadata.is_dir()),
     };
 
-    let progress = if metadata.is_dir() && !args.json { progress_bar(files.len()) } else { ProgressBar::hidden() };
+    let progress = if metadata.is_dir() && !args.json {
+        progress_bar(files.len())
+    } else {
+        ProgressBar::hidden()
+    };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut summary = Summary::default();
     if args.json {
-        write!(out, "{{\"project\":{},\"files\":[", serde_json::to_string(&project)?)?;
+        write!(
+            out,
+            "{{\"project\":{},\"files\":[",
+            serde_json::to_string(&project)?
+        )?;
     }
     for path in &files {
         let uri = relative_uri(&root, path);
@@ -91,7 +104,10 @@ pub fn run(config_file: Option<&Path>, args: &ChunkArgs) -> anyhow::Result<ExitC
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
             Err(e) => {
-                skipped.push(Skipped { path: uri, reason: e.to_string() });
+                skipped.push(Skipped {
+                    path: uri,
+                    reason: e.to_string(),
+                });
                 progress.inc(1);
                 continue;
             }
@@ -111,7 +127,10 @@ pub fn run(config_file: Option<&Path>, args: &ChunkArgs) -> anyhow::Result<ExitC
                 summary.bytes += bytes.len() as u64;
                 summary.warnings += doc.warnings.len();
             }
-            Err(e) => skipped.push(Skipped { path: uri, reason: e.reason() }),
+            Err(e) => skipped.push(Skipped {
+                path: uri,
+                reason: e.reason(),
+            }),
         }
         progress.inc(1);
     }
@@ -145,7 +164,11 @@ pub fn run(config_file: Option<&Path>, args: &ChunkArgs) -> anyhow::Result<ExitC
     // A single file that could not be chunked is a failure; in a tree,
     // skipped files are reported and the rest goes on.
     let failed = !metadata.is_dir() && summary.files == 0;
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn report<'a>(uri: &'a str, doc: &'a ChunkedDocument) -> FileReport<'a> {
@@ -161,7 +184,12 @@ fn report<'a>(uri: &'a str, doc: &'a ChunkedDocument) -> FileReport<'a> {
     }
 }
 
-fn print_document(out: &mut impl Write, uri: &str, doc: &ChunkedDocument, full: bool) -> io::Result<()> {
+fn print_document(
+    out: &mut impl Write,
+    uri: &str,
+    doc: &ChunkedDocument,
+    full: bool,
+) -> io::Result<()> {
     writeln!(
         out,
         "{uri}  [{} {}]  {} chunk{}  \"{}\"",
@@ -176,14 +204,22 @@ fn print_document(out: &mut impl Write, uri: &str, doc: &ChunkedDocument, full: 
     }
     for c in &doc.chunks {
         let lines = format!("L{}-{}", c.start_line, c.end_line);
-        let overlap = if c.overlap_bytes > 0 { format!("  (overlap {} bytes)", c.overlap_bytes) } else { String::new() };
+        let overlap = if c.overlap_bytes > 0 {
+            format!("  (overlap {} bytes)", c.overlap_bytes)
+        } else {
+            String::new()
+        };
         writeln!(
             out,
             "  #{:<3} {:<12} {:<24} {}  ({} chars){overlap}",
             c.chunk_index,
             lines,
             c.node_type,
-            if c.section.is_empty() { "-" } else { &c.section },
+            if c.section.is_empty() {
+                "-"
+            } else {
+                &c.section
+            },
             c.content.chars().count()
         )?;
         if full {
@@ -207,9 +243,14 @@ fn walk(root: &Path) -> (Vec<PathBuf>, Vec<Skipped>) {
         .build();
     for entry in walker {
         match entry {
-            Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) => files.push(entry.into_path()),
+            Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) => {
+                files.push(entry.into_path())
+            }
             Ok(_) => {}
-            Err(e) => skipped.push(Skipped { path: error_path(&e, root), reason: e.to_string() }),
+            Err(e) => skipped.push(Skipped {
+                path: error_path(&e, root),
+                reason: e.to_string(),
+            }),
         }
     }
     (files, skipped)
@@ -218,7 +259,9 @@ fn walk(root: &Path) -> (Vec<PathBuf>, Vec<Skipped>) {
 fn error_path(error: &ignore::Error, root: &Path) -> String {
     match error {
         ignore::Error::WithPath { path, .. } => relative_uri(root, path),
-        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => error_path(err, root),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            error_path(err, root)
+        }
         ignore::Error::Loop { child, .. } => relative_uri(root, child),
         _ => root.display().to_string(),
     }
@@ -227,19 +270,31 @@ fn error_path(error: &ignore::Error, root: &Path) -> String {
 /// `path` relative to `root`, with `/` separators.
 fn relative_uri(root: &Path, path: &Path) -> String {
     let relative = path.strip_prefix(root).unwrap_or(path);
-    let parts: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
     parts.join("/")
 }
 
 fn default_project(path: &Path, is_dir: bool) -> String {
-    let dir = if is_dir { path.to_path_buf() } else { path.parent().map(Path::to_path_buf).unwrap_or_default() };
+    let dir = if is_dir {
+        path.to_path_buf()
+    } else {
+        path.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-    dir.file_name().map(|n| n.to_string_lossy().into_owned()).filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into())
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "default".into())
 }
 
 fn progress_bar(len: usize) -> ProgressBar {
     let bar = ProgressBar::new(len as u64);
-    if let Ok(style) = ProgressStyle::with_template("{spinner} chunking [{bar:30}] {pos}/{len} files {wide_msg}") {
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} chunking [{bar:30}] {pos}/{len} files {wide_msg}")
+    {
         bar.set_style(style.progress_chars("=> "));
     }
     bar

@@ -79,7 +79,10 @@ fn main() -> anyhow::Result<()> {
         let megabytes = bytes as f64 / 1e6;
         let mut chunks = 0;
         let chunk_time = best_of(args.rounds, || {
-            chunks = files.iter().map(|f| chunker.chunk_text("bench", &f.uri, &f.text).chunks.len()).sum();
+            chunks = files
+                .iter()
+                .map(|f| chunker.chunk_text("bench", &f.uri, &f.text).chunks.len())
+                .sum();
         });
         let parse_time = match chunker.detect(&files[0].uri).strategy {
             Strategy::Code(language) => Some(best_of(args.rounds, || {
@@ -105,7 +108,10 @@ fn main() -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
-    println!("{:<12} {:>6} {:>8} {:>8} {:>12} {:>12} {:>8}", "kind", "files", "MB", "chunks", "parse MB/s", "chunk MB/s", "ratio");
+    println!(
+        "{:<12} {:>6} {:>8} {:>8} {:>12} {:>12} {:>8}",
+        "kind", "files", "MB", "chunks", "parse MB/s", "chunk MB/s", "ratio"
+    );
     for r in &rows {
         let opt = |v: Option<f64>, p: usize| v.map_or("-".to_owned(), |v| format!("{v:.p$}"));
         println!(

@@ -26,7 +26,10 @@ const MAX_DEPTH: usize = 24;
 /// The result of chunking a code file.
 pub(crate) enum CodeOutcome {
     /// The file parsed; here are its pieces (and perhaps a warning).
-    Chunked { pieces: Vec<Piece>, warning: Option<String> },
+    Chunked {
+        pieces: Vec<Piece>,
+        warning: Option<String>,
+    },
     /// The file did not parse well enough; the caller falls back to lines.
     Unparsable { reason: String },
 }
@@ -57,7 +60,9 @@ pub fn parse(language: CodeLanguage, text: &str) -> Option<Tree> {
 
 pub(crate) fn chunk(language: CodeLanguage, text: &str, config: &CodeConfig) -> CodeOutcome {
     let Some(tree) = parse(language, text) else {
-        return CodeOutcome::Unparsable { reason: format!("the {} parser gave no tree", language.name()) };
+        return CodeOutcome::Unparsable {
+            reason: format!("the {} parser gave no tree", language.name()),
+        };
     };
     let root = tree.root_node();
     let mut warning = None;
@@ -80,7 +85,13 @@ pub(crate) fn chunk(language: CodeLanguage, text: &str, config: &CodeConfig) -> 
             ratio * 100.0
         ));
     }
-    let ctx = Ctx { text, measure: Measure::new(text), spec: language.spec(), language, config };
+    let ctx = Ctx {
+        text,
+        measure: Measure::new(text),
+        spec: language.spec(),
+        language,
+        config,
+    };
     let mut cursor = root.walk();
     let children: Vec<Node> = root.children(&mut cursor).collect();
     // The text without its outer whitespace, widened to every node: grammars
@@ -88,13 +99,22 @@ pub(crate) fn chunk(language: CodeLanguage, text: &str, config: &CodeConfig) -> 
     // JavaScript grammars, U+00A0 is a token to the Rust grammar).
     let mut range = (skip_ws(text, 0, text.len()), trim_end(text, 0, text.len()));
     if let (Some(first), Some(last)) = (children.first(), children.last()) {
-        range = (range.0.min(first.start_byte()), range.1.max(last.end_byte()));
+        range = (
+            range.0.min(first.start_byte()),
+            range.1.max(last.end_byte()),
+        );
     }
     if range.0 >= range.1 {
-        return CodeOutcome::Chunked { pieces: Vec::new(), warning };
+        return CodeOutcome::Chunked {
+            pieces: Vec::new(),
+            warning,
+        };
     }
     let pieces = ctx.chunk_level(&children, range, "", 0);
-    CodeOutcome::Chunked { pieces: pieces.into_iter().map(|m| m.piece).collect(), warning }
+    CodeOutcome::Chunked {
+        pieces: pieces.into_iter().map(|m| m.piece).collect(),
+        warning,
+    }
 }
 
 /// Bytes under ERROR and MISSING nodes (not counting nested ones twice).
@@ -147,21 +167,28 @@ impl<'a> Ctx<'a> {
         // The pending run: its start, its end, and whether it is only comments.
         let mut pending: Option<(usize, usize, bool)> = None;
         // Zero-width nodes (MISSING tokens of error recovery) hold no text.
-        let nodes = nodes.iter().filter(|n| (n.is_named() || n.is_error()) && n.end_byte() > n.start_byte());
+        let nodes = nodes
+            .iter()
+            .filter(|n| (n.is_named() || n.is_error()) && n.end_byte() > n.start_byte());
         for &node in nodes {
             let is_comment = self.is(self.spec.comments, node);
-            if let Some((start, end, only_comments)) = pending {
-                if only_comments && self.blank_line_between(end, node.start_byte()) {
-                    units.push(Unit { start, def: None });
-                    pending = None;
-                }
+            if let Some((start, end, true)) = pending
+                && self.blank_line_between(end, node.start_byte())
+            {
+                units.push(Unit { start, def: None });
+                pending = None;
             }
             if is_comment || self.is(self.spec.attach_forward, node) {
                 let (start, _, only_comments) = pending.unwrap_or((node.start_byte(), 0, true));
                 pending = Some((start, node.end_byte(), only_comments && is_comment));
             } else {
-                let start = pending.take().map_or(node.start_byte(), |(start, _, _)| start);
-                units.push(Unit { start, def: Some(node) });
+                let start = pending
+                    .take()
+                    .map_or(node.start_byte(), |(start, _, _)| start);
+                units.push(Unit {
+                    start,
+                    def: Some(node),
+                });
             }
         }
         // A trailing run of comments is a unit of its own; if tiny, it merges back.
@@ -176,7 +203,13 @@ impl<'a> Ctx<'a> {
     }
 
     /// Chunks the sibling `nodes` that span `range`, at symbol path `path`.
-    fn chunk_level(&self, nodes: &[Node<'_>], range: (usize, usize), path: &str, depth: usize) -> Vec<Mergeable> {
+    fn chunk_level(
+        &self,
+        nodes: &[Node<'_>],
+        range: (usize, usize),
+        path: &str,
+        depth: usize,
+    ) -> Vec<Mergeable> {
         let mut units = self.group_units(nodes);
         if units.is_empty() {
             return self.size_parts(range, path, "code", None);
@@ -194,7 +227,13 @@ impl<'a> Ctx<'a> {
     }
 
     /// Chunks one unit: whole if it fits, else split by what it is.
-    fn chunk_unit(&self, range: (usize, usize), def: Option<Node<'_>>, path: &str, depth: usize) -> Vec<Mergeable> {
+    fn chunk_unit(
+        &self,
+        range: (usize, usize),
+        def: Option<Node<'_>>,
+        path: &str,
+        depth: usize,
+    ) -> Vec<Mergeable> {
         let Some(def) = def else {
             return self.size_parts(range, path, "comment", None);
         };
@@ -205,17 +244,18 @@ impl<'a> Ctx<'a> {
         if self.measure.chars(range.0, range.1) <= self.config.max_chars {
             let mut piece = Piece::new(range.0, range.1, section, node_type);
             piece.node_name = name;
-            return vec![Mergeable { piece, mergeable: true }];
+            return vec![Mergeable {
+                piece,
+                mergeable: true,
+            }];
         }
-        if depth < MAX_DEPTH {
-            if let Some((owner, body)) = find_body(def) {
-                if self.is(self.spec.containers, owner) {
-                    if let Some(pieces) = self.members(range, owner, body, &section, name.as_deref(), depth) {
-                        return pieces;
-                    }
-                } else {
-                    return self.statement_parts(range, body, &section, &node_type, name);
-                }
+        if let Some((owner, body)) = find_body(def).filter(|_| depth < MAX_DEPTH) {
+            if !self.is(self.spec.containers, owner) {
+                return self.statement_parts(range, body, &section, &node_type, name);
+            }
+            if let Some(pieces) = self.members(range, owner, body, &section, name.as_deref(), depth)
+            {
+                return pieces;
             }
         }
         self.size_parts(range, &section, &node_type, name)
@@ -240,20 +280,31 @@ impl<'a> Ctx<'a> {
         // Fields right after the declaration join the header while it fits.
         let mut first_member = 0;
         while first_member < units.len()
-            && units[first_member].def.is_some_and(|d| self.is(self.spec.fields, unwrap_definition(d)))
+            && units[first_member]
+                .def
+                .is_some_and(|d| self.is(self.spec.fields, unwrap_definition(d)))
             && self.measure.chars(range.0, unit_end(first_member)) <= self.config.max_chars
         {
             first_member += 1;
         }
-        let header_end = trim_end(self.text, range.0, units.get(first_member).map_or(range.1, |u| u.start));
-        let mut out = self.size_parts((range.0, header_end), section, owner.kind(), name.map(str::to_owned));
+        let header_end = trim_end(
+            self.text,
+            range.0,
+            units.get(first_member).map_or(range.1, |u| u.start),
+        );
+        let mut out = self.size_parts(
+            (range.0, header_end),
+            section,
+            owner.kind(),
+            name.map(str::to_owned),
+        );
         if let Some(first) = out.first_mut() {
             first.piece.outline = self.outline(section, &units[first_member..]);
         }
-        for i in first_member..units.len() {
-            let end = trim_end(self.text, units[i].start, unit_end(i));
-            if end > units[i].start {
-                out.extend(self.chunk_unit((units[i].start, end), units[i].def, section, depth + 1));
+        for (i, unit) in units.iter().enumerate().skip(first_member) {
+            let end = trim_end(self.text, unit.start, unit_end(i));
+            if end > unit.start {
+                out.extend(self.chunk_unit((unit.start, end), unit.def, section, depth + 1));
             }
         }
         Some(self.merge_small(out))
@@ -298,7 +349,13 @@ impl<'a> Ctx<'a> {
         let children: Vec<Node> = body.named_children(&mut cursor).collect();
         let units = self.group_units(&children);
         let max = self.config.max_chars;
-        let cuts = greedy_cuts(self.measure, range, units.iter().map(|u| u.start), max, self.config.min_chars);
+        let cuts = greedy_cuts(
+            self.measure,
+            range,
+            units.iter().map(|u| u.start),
+            max,
+            self.config.min_chars,
+        );
         let mut pieces = Vec::new();
         for (i, &cut) in cuts.iter().enumerate() {
             let next = cuts.get(i + 1).copied().unwrap_or(range.1);
@@ -310,12 +367,31 @@ impl<'a> Ctx<'a> {
             }
         }
         number_parts(&mut pieces);
-        pieces.into_iter().map(|piece| Mergeable { piece, mergeable: false }).collect()
+        pieces
+            .into_iter()
+            .map(|piece| Mergeable {
+                piece,
+                mergeable: false,
+            })
+            .collect()
     }
 
     /// The last resort: split by size at line starts, as "(Part i/n)".
-    fn size_parts(&self, range: (usize, usize), section: &str, node_type: &str, name: Option<String>) -> Vec<Mergeable> {
-        let ranges = split_by_size(self.text, self.measure, range.0, range.1, self.config.max_chars, &[]);
+    fn size_parts(
+        &self,
+        range: (usize, usize),
+        section: &str,
+        node_type: &str,
+        name: Option<String>,
+    ) -> Vec<Mergeable> {
+        let ranges = split_by_size(
+            self.text,
+            self.measure,
+            range.0,
+            range.1,
+            self.config.max_chars,
+            &[],
+        );
         let whole = ranges.len() == 1;
         let mut pieces: Vec<Piece> = ranges
             .into_iter()
@@ -326,7 +402,13 @@ impl<'a> Ctx<'a> {
             })
             .collect();
         number_parts(&mut pieces);
-        pieces.into_iter().map(|piece| Mergeable { piece, mergeable: whole }).collect()
+        pieces
+            .into_iter()
+            .map(|piece| Mergeable {
+                piece,
+                mergeable: whole,
+            })
+            .collect()
     }
 
     /// Merges tiny neighbours (either under `min_chars`) while the result fits.
@@ -368,21 +450,30 @@ impl<'a> Ctx<'a> {
                 let name = text(t);
                 name.split('<').next().unwrap_or(&name).trim().to_owned()
             }),
-            "lexical_declaration" | "variable_declaration" | "field_declaration" | "const_declaration"
-            | "var_declaration" | "type_declaration" => {
+            "lexical_declaration"
+            | "variable_declaration"
+            | "field_declaration"
+            | "const_declaration"
+            | "var_declaration"
+            | "type_declaration" => {
                 let mut cursor = node.walk();
-                let found = node
-                    .named_children(&mut cursor)
-                    .find_map(|c| c.child_by_field_name("name").or_else(|| c.child_by_field_name("declarator")));
+                let found = node.named_children(&mut cursor).find_map(|c| {
+                    c.child_by_field_name("name")
+                        .or_else(|| c.child_by_field_name("declarator"))
+                });
                 match found {
-                    Some(n) if n.kind() == "variable_declarator" => n.child_by_field_name("name").map(text),
+                    Some(n) if n.kind() == "variable_declarator" => {
+                        n.child_by_field_name("name").map(text)
+                    }
                     Some(n) => Some(text(n)),
                     None => node.child_by_field_name("name").map(text),
                 }
             }
             "expression_statement" if self.language == CodeLanguage::Python => {
                 let first = node.named_child(0)?;
-                (first.kind() == "assignment").then(|| first.child_by_field_name("left").map(text)).flatten()
+                (first.kind() == "assignment")
+                    .then(|| first.child_by_field_name("left").map(text))
+                    .flatten()
             }
             "property_identifier" => Some(text(node)),
             _ => node.child_by_field_name("name").map(text),
@@ -412,7 +503,9 @@ impl<'a> Ctx<'a> {
 fn unwrap_definition(mut node: Node<'_>) -> Node<'_> {
     for _ in 0..4 {
         let inner = match node.kind() {
-            "export_statement" => node.child_by_field_name("declaration").or_else(|| node.child_by_field_name("value")),
+            "export_statement" => node
+                .child_by_field_name("declaration")
+                .or_else(|| node.child_by_field_name("value")),
             "decorated_definition" => node.child_by_field_name("definition"),
             "ambient_declaration" => node.named_child(0),
             _ => None,
@@ -435,7 +528,9 @@ fn find_body(def: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
             return (body.named_child_count() > 0).then_some((node, body));
         }
         let mut cursor = node.walk();
-        let largest = node.named_children(&mut cursor).max_by_key(|c| c.byte_range().len())?;
+        let largest = node
+            .named_children(&mut cursor)
+            .max_by_key(|c| c.byte_range().len())?;
         if largest.byte_range().len() * 2 < node.byte_range().len() {
             // No single child dominates: split at this node's children.
             return (node.named_child_count() > 1).then_some((node, node));

@@ -56,7 +56,12 @@ pub struct CodeConfig {
 
 impl Default for CodeConfig {
     fn default() -> Self {
-        CodeConfig { max_chars: 1200, min_chars: 200, max_parse_bytes: 4 * 1024 * 1024, max_error_ratio: 0.3 }
+        CodeConfig {
+            max_chars: 1200,
+            min_chars: 200,
+            max_parse_bytes: 4 * 1024 * 1024,
+            max_error_ratio: 0.3,
+        }
     }
 }
 
@@ -73,7 +78,10 @@ pub struct MarkdownConfig {
 
 impl Default for MarkdownConfig {
     fn default() -> Self {
-        MarkdownConfig { max_chars: 1200, index_max_chars: 2000 }
+        MarkdownConfig {
+            max_chars: 1200,
+            index_max_chars: 2000,
+        }
     }
 }
 
@@ -89,7 +97,10 @@ pub struct TextConfig {
 
 impl Default for TextConfig {
     fn default() -> Self {
-        TextConfig { target_chars: 1000, overlap_chars: 150 }
+        TextConfig {
+            target_chars: 1000,
+            overlap_chars: 150,
+        }
     }
 }
 
@@ -107,7 +118,11 @@ pub struct LinesConfig {
 
 impl Default for LinesConfig {
     fn default() -> Self {
-        LinesConfig { window_lines: 50, overlap_lines: 10, max_chars: 4000 }
+        LinesConfig {
+            window_lines: 50,
+            overlap_lines: 10,
+            max_chars: 4000,
+        }
     }
 }
 
@@ -124,7 +139,12 @@ pub struct InvalidSetting {
 impl ChunkingConfig {
     /// Checks every setting; the first bad one is named in the error.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
-        let bad = |key: &str, message: String| Err(InvalidSetting { key: format!("chunking.{key}"), message });
+        let bad = |key: &str, message: String| {
+            Err(InvalidSetting {
+                key: format!("chunking.{key}"),
+                message,
+            })
+        };
         if self.max_file_bytes == 0 {
             return bad("max_file_bytes", "must be greater than 0".into());
         }
@@ -143,27 +163,42 @@ impl ChunkingConfig {
         if self.code.min_chars >= self.code.max_chars {
             return bad(
                 "code.min_chars",
-                format!("{} must be less than chunking.code.max_chars ({})", self.code.min_chars, self.code.max_chars),
+                format!(
+                    "{} must be less than chunking.code.max_chars ({})",
+                    self.code.min_chars, self.code.max_chars
+                ),
             );
         }
         if !(0.0..=1.0).contains(&self.code.max_error_ratio) {
-            return bad("code.max_error_ratio", format!("{} must be between 0 and 1", self.code.max_error_ratio));
+            return bad(
+                "code.max_error_ratio",
+                format!("{} must be between 0 and 1", self.code.max_error_ratio),
+            );
         }
         if self.text.overlap_chars >= self.text.target_chars {
             return bad(
                 "text.overlap_chars",
-                format!("{} must be less than chunking.text.target_chars ({})", self.text.overlap_chars, self.text.target_chars),
+                format!(
+                    "{} must be less than chunking.text.target_chars ({})",
+                    self.text.overlap_chars, self.text.target_chars
+                ),
             );
         }
         if self.lines.overlap_lines >= self.lines.window_lines {
             return bad(
                 "lines.overlap_lines",
-                format!("{} must be less than chunking.lines.window_lines ({})", self.lines.overlap_lines, self.lines.window_lines),
+                format!(
+                    "{} must be less than chunking.lines.window_lines ({})",
+                    self.lines.overlap_lines, self.lines.window_lines
+                ),
             );
         }
         for (i, glob) in self.api_reference_paths.iter().enumerate() {
             if let Err(e) = globset::Glob::new(glob) {
-                return bad(&format!("api_reference_paths[{i}]"), format!("{glob:?} is not a valid glob: {e}"));
+                return bad(
+                    &format!("api_reference_paths[{i}]"),
+                    format!("{glob:?} is not a valid glob: {e}"),
+                );
             }
         }
         Ok(())
@@ -185,15 +220,27 @@ mod tests {
         c.code.min_chars = 5000;
         let e = c.validate().unwrap_err();
         assert_eq!(e.key, "chunking.code.min_chars");
-        assert!(e.to_string().contains("must be less than chunking.code.max_chars"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("must be less than chunking.code.max_chars"),
+            "{e}"
+        );
 
         let mut c = ChunkingConfig::default();
         c.lines.overlap_lines = 50;
-        assert_eq!(c.validate().unwrap_err().key, "chunking.lines.overlap_lines");
+        assert_eq!(
+            c.validate().unwrap_err().key,
+            "chunking.lines.overlap_lines"
+        );
 
-        let mut c = ChunkingConfig::default();
-        c.api_reference_paths = vec!["docs/**".into(), "a[".into()];
-        assert_eq!(c.validate().unwrap_err().key, "chunking.api_reference_paths[1]");
+        let c = ChunkingConfig {
+            api_reference_paths: vec!["docs/**".into(), "a[".into()],
+            ..ChunkingConfig::default()
+        };
+        assert_eq!(
+            c.validate().unwrap_err().key,
+            "chunking.api_reference_paths[1]"
+        );
 
         let mut c = ChunkingConfig::default();
         c.markdown.max_chars = 0;

@@ -35,32 +35,93 @@ pub struct FileKind {
 
 /// Extensions (and file names) chunked by line windows that are code.
 const CODE_EXTENSIONS: &[(&str, &str)] = &[
-    ("c", "c"), ("h", "c"), ("cc", "cpp"), ("cpp", "cpp"), ("cxx", "cpp"), ("hpp", "cpp"), ("hh", "cpp"),
-    ("cs", "csharp"), ("kt", "kotlin"), ("kts", "kotlin"), ("scala", "scala"), ("groovy", "groovy"),
-    ("gradle", "groovy"), ("rb", "ruby"), ("php", "php"), ("swift", "swift"), ("m", "objc"),
-    ("sh", "shell"), ("bash", "shell"), ("zsh", "shell"), ("ps1", "powershell"), ("sql", "sql"),
-    ("lua", "lua"), ("pl", "perl"), ("r", "r"), ("dart", "dart"), ("ex", "elixir"), ("exs", "elixir"),
-    ("erl", "erlang"), ("hs", "haskell"), ("clj", "clojure"), ("ml", "ocaml"), ("zig", "zig"),
-    ("vue", "vue"), ("svelte", "svelte"), ("css", "css"), ("scss", "scss"), ("less", "less"),
-    ("proto", "protobuf"), ("graphql", "graphql"), ("yaml", "yaml"), ("yml", "yaml"), ("json", "json"),
-    ("toml", "toml"), ("xml", "xml"), ("ini", "ini"), ("cmake", "cmake"), ("tf", "terraform"),
-    ("makefile", "make"), ("dockerfile", "dockerfile"), ("jenkinsfile", "groovy"),
+    ("c", "c"),
+    ("h", "c"),
+    ("cc", "cpp"),
+    ("cpp", "cpp"),
+    ("cxx", "cpp"),
+    ("hpp", "cpp"),
+    ("hh", "cpp"),
+    ("cs", "csharp"),
+    ("kt", "kotlin"),
+    ("kts", "kotlin"),
+    ("scala", "scala"),
+    ("groovy", "groovy"),
+    ("gradle", "groovy"),
+    ("rb", "ruby"),
+    ("php", "php"),
+    ("swift", "swift"),
+    ("m", "objc"),
+    ("sh", "shell"),
+    ("bash", "shell"),
+    ("zsh", "shell"),
+    ("ps1", "powershell"),
+    ("sql", "sql"),
+    ("lua", "lua"),
+    ("pl", "perl"),
+    ("r", "r"),
+    ("dart", "dart"),
+    ("ex", "elixir"),
+    ("exs", "elixir"),
+    ("erl", "erlang"),
+    ("hs", "haskell"),
+    ("clj", "clojure"),
+    ("ml", "ocaml"),
+    ("zig", "zig"),
+    ("vue", "vue"),
+    ("svelte", "svelte"),
+    ("css", "css"),
+    ("scss", "scss"),
+    ("less", "less"),
+    ("proto", "protobuf"),
+    ("graphql", "graphql"),
+    ("yaml", "yaml"),
+    ("yml", "yaml"),
+    ("json", "json"),
+    ("toml", "toml"),
+    ("xml", "xml"),
+    ("ini", "ini"),
+    ("cmake", "cmake"),
+    ("tf", "terraform"),
+    ("makefile", "make"),
+    ("dockerfile", "dockerfile"),
+    ("jenkinsfile", "groovy"),
 ];
 
-const TEXT_NAMES: &[&str] = &["license", "licence", "notice", "copying", "authors", "changelog", "contributing"];
+const TEXT_NAMES: &[&str] = &[
+    "license",
+    "licence",
+    "notice",
+    "copying",
+    "authors",
+    "changelog",
+    "contributing",
+];
 
 /// Detects the kind of the file at `uri` (a path or URL).
 pub(crate) fn detect(uri: &str, api_reference: &GlobSet) -> FileKind {
     let is_url = uri.contains("://");
     let path = uri.split(['?', '#']).next().unwrap_or(uri);
-    let name = path.rsplit(['/', '\\']).next().unwrap_or(path).to_ascii_lowercase();
+    let name = path
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(path)
+        .to_ascii_lowercase();
     let (stem, ext) = match name.rsplit_once('.') {
         Some((stem, ext)) if !stem.is_empty() => (stem, ext),
         _ => (name.as_str(), ""),
     };
     let is_index_doc = matches!(stem, "readme" | "index" | "_index");
-    let declaration = [".d.ts", ".d.mts", ".d.cts"].iter().any(|s| name.ends_with(s));
-    let code = |language: CodeLanguage| (Strategy::Code(language), language.name().to_owned(), ContentType::Code);
+    let declaration = [".d.ts", ".d.mts", ".d.cts"]
+        .iter()
+        .any(|s| name.ends_with(s));
+    let code = |language: CodeLanguage| {
+        (
+            Strategy::Code(language),
+            language.name().to_owned(),
+            ContentType::Code,
+        )
+    };
     let (strategy, language, mut content_type) = match ext {
         "java" => code(CodeLanguage::Java),
         "ts" | "mts" | "cts" => code(CodeLanguage::TypeScript),
@@ -69,9 +130,13 @@ pub(crate) fn detect(uri: &str, api_reference: &GlobSet) -> FileKind {
         "py" | "pyi" => code(CodeLanguage::Python),
         "rs" => code(CodeLanguage::Rust),
         "go" => code(CodeLanguage::Go),
-        "md" | "markdown" | "mdx" | "mdown" | "mkd" => (Strategy::Markdown, "markdown".into(), ContentType::Prose),
+        "md" | "markdown" | "mdx" | "mdown" | "mkd" => {
+            (Strategy::Markdown, "markdown".into(), ContentType::Prose)
+        }
         "html" | "htm" | "xhtml" => (Strategy::Html, "html".into(), ContentType::Prose),
-        "txt" | "text" | "rst" | "adoc" | "asciidoc" | "org" => (Strategy::Text, "text".into(), ContentType::Prose),
+        "txt" | "text" | "rst" | "adoc" | "asciidoc" | "org" => {
+            (Strategy::Text, "text".into(), ContentType::Prose)
+        }
         "" if is_url => (Strategy::Html, "html".into(), ContentType::Prose),
         _ if TEXT_NAMES.contains(&stem) => (Strategy::Text, "text".into(), ContentType::Prose),
         _ => {
@@ -85,7 +150,12 @@ pub(crate) fn detect(uri: &str, api_reference: &GlobSet) -> FileKind {
     if declaration || api_reference.is_match(path) {
         content_type = ContentType::ApiReference;
     }
-    FileKind { strategy, language, content_type, is_index_doc }
+    FileKind {
+        strategy,
+        language,
+        content_type,
+        is_index_doc,
+    }
 }
 
 #[cfg(test)]
@@ -98,13 +168,22 @@ mod tests {
 
     #[test]
     fn detects_by_extension() {
-        assert_eq!(kind("src/A.java").strategy, Strategy::Code(CodeLanguage::Java));
+        assert_eq!(
+            kind("src/A.java").strategy,
+            Strategy::Code(CodeLanguage::Java)
+        );
         assert_eq!(kind("src/a.tsx").language, "typescript");
-        assert_eq!(kind("lib/index.d.ts").content_type, ContentType::ApiReference);
+        assert_eq!(
+            kind("lib/index.d.ts").content_type,
+            ContentType::ApiReference
+        );
         assert_eq!(kind("docs/README.md").strategy, Strategy::Markdown);
         assert!(kind("docs/README.md").is_index_doc);
         assert!(kind("content/_index.md").is_index_doc);
-        assert_eq!(kind("https://docs.example.com/guide/").strategy, Strategy::Html);
+        assert_eq!(
+            kind("https://docs.example.com/guide/").strategy,
+            Strategy::Html
+        );
         assert_eq!(kind("LICENSE").strategy, Strategy::Text);
         assert_eq!(kind("Makefile").language, "make");
         assert_eq!(kind("a.c").content_type, ContentType::Code);
@@ -117,7 +196,13 @@ mod tests {
         let mut b = globset::GlobSetBuilder::new();
         b.add(globset::Glob::new("doc/api/**").unwrap());
         let set = b.build().unwrap();
-        assert_eq!(detect("doc/api/fs.md", &set).content_type, ContentType::ApiReference);
-        assert_eq!(detect("doc/guide/fs.md", &set).content_type, ContentType::Prose);
+        assert_eq!(
+            detect("doc/api/fs.md", &set).content_type,
+            ContentType::ApiReference
+        );
+        assert_eq!(
+            detect("doc/guide/fs.md", &set).content_type,
+            ContentType::Prose
+        );
     }
 }

@@ -12,9 +12,18 @@ pub struct ExtractedPage {
     pub markdown: String,
 }
 
-const MAIN_CANDIDATES: &[&str] = &["main", "article", "[role=main]", "#content", ".content", "body"];
-const SKIPPED: &[&str] =
-    &["script", "style", "noscript", "nav", "footer", "aside", "form", "svg", "iframe", "template", "button"];
+const MAIN_CANDIDATES: &[&str] = &[
+    "main",
+    "article",
+    "[role=main]",
+    "#content",
+    ".content",
+    "body",
+];
+const SKIPPED: &[&str] = &[
+    "script", "style", "noscript", "nav", "footer", "aside", "form", "svg", "iframe", "template",
+    "button",
+];
 
 /// Extracts the main content of an HTML page as markdown.
 pub fn extract(html: &str) -> ExtractedPage {
@@ -32,11 +41,17 @@ pub fn extract(html: &str) -> ExtractedPage {
         .filter_map(|s| Selector::parse(s).ok())
         .find_map(|selector| document.select(&selector).next().map(|e| e.inner_html()))
         .unwrap_or_else(|| html.to_owned());
-    let converter = htmd::HtmlToMarkdown::builder().skip_tags(SKIPPED.to_vec()).build();
+    let converter = htmd::HtmlToMarkdown::builder()
+        .skip_tags(SKIPPED.to_vec())
+        .build();
     // htmd only fails on I/O errors of its writer, which writes to memory; the
     // plain text is the fallback all the same.
     let markdown = converter.convert(&main_html).unwrap_or_else(|_| {
-        Html::parse_fragment(&main_html).root_element().text().collect::<Vec<_>>().join("\n")
+        Html::parse_fragment(&main_html)
+            .root_element()
+            .text()
+            .collect::<Vec<_>>()
+            .join("\n")
     });
     ExtractedPage { title, markdown }
 }

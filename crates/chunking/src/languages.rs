@@ -111,7 +111,13 @@ static TYPESCRIPT: LanguageSpec = LanguageSpec {
         "internal_module",
         "module",
     ],
-    fields: &["public_field_definition", "property_signature", "index_signature", "enum_assignment", "property_identifier"],
+    fields: &[
+        "public_field_definition",
+        "property_signature",
+        "index_signature",
+        "enum_assignment",
+        "property_identifier",
+    ],
     flatten: &[],
 };
 
@@ -125,7 +131,11 @@ static JAVASCRIPT: LanguageSpec = LanguageSpec {
 
 static PYTHON: LanguageSpec = LanguageSpec {
     comments: &["comment"],
-    attach_forward: &["import_statement", "import_from_statement", "future_import_statement"],
+    attach_forward: &[
+        "import_statement",
+        "import_from_statement",
+        "future_import_statement",
+    ],
     containers: &["class_definition"],
     fields: &["expression_statement"],
     flatten: &[],
@@ -133,9 +143,27 @@ static PYTHON: LanguageSpec = LanguageSpec {
 
 static RUST: LanguageSpec = LanguageSpec {
     comments: &["line_comment", "block_comment"],
-    attach_forward: &["attribute_item", "inner_attribute_item", "use_declaration", "extern_crate_declaration"],
-    containers: &["impl_item", "trait_item", "mod_item", "struct_item", "enum_item", "union_item"],
-    fields: &["field_declaration", "enum_variant", "const_item", "type_item", "associated_type"],
+    attach_forward: &[
+        "attribute_item",
+        "inner_attribute_item",
+        "use_declaration",
+        "extern_crate_declaration",
+    ],
+    containers: &[
+        "impl_item",
+        "trait_item",
+        "mod_item",
+        "struct_item",
+        "enum_item",
+        "union_item",
+    ],
+    fields: &[
+        "field_declaration",
+        "enum_variant",
+        "const_item",
+        "type_item",
+        "associated_type",
+    ],
     flatten: &[],
 };
 

@@ -40,7 +40,9 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use weft_core::{Chunk, DocumentId};
 
 pub use code::parse;
-pub use config::{ChunkingConfig, CodeConfig, InvalidSetting, LinesConfig, MarkdownConfig, TextConfig};
+pub use config::{
+    ChunkingConfig, CodeConfig, InvalidSetting, LinesConfig, MarkdownConfig, TextConfig,
+};
 pub use detect::{FileKind, Strategy};
 pub use languages::CodeLanguage;
 
@@ -81,7 +83,9 @@ impl ChunkError {
     /// The reason alone, without the file's name.
     pub fn reason(&self) -> String {
         match self {
-            ChunkError::Binary { offset, .. } => format!("binary file (NUL byte at offset {offset}), not chunked"),
+            ChunkError::Binary { offset, .. } => {
+                format!("binary file (NUL byte at offset {offset}), not chunked")
+            }
             ChunkError::NotUtf8 { offset, .. } => {
                 format!("not valid UTF-8 (invalid byte at offset {offset}), not chunked")
             }
@@ -144,7 +148,10 @@ impl Chunker {
             key: "chunking.api_reference_paths".into(),
             message: e.to_string(),
         })?;
-        Ok(Chunker { config, api_reference })
+        Ok(Chunker {
+            config,
+            api_reference,
+        })
     }
 
     /// The configuration in force.
@@ -159,16 +166,30 @@ impl Chunker {
 
     /// Chunks the raw bytes of the file at `uri` in `project`, refusing
     /// binary, non-UTF-8 and oversize files with a reason.
-    pub fn chunk_bytes(&self, project: &str, uri: &str, bytes: &[u8]) -> Result<ChunkedDocument, ChunkError> {
+    pub fn chunk_bytes(
+        &self,
+        project: &str,
+        uri: &str,
+        bytes: &[u8],
+    ) -> Result<ChunkedDocument, ChunkError> {
         let size = bytes.len() as u64;
         if size > self.config.max_file_bytes {
-            return Err(ChunkError::TooLarge { uri: uri.to_owned(), size, limit: self.config.max_file_bytes });
+            return Err(ChunkError::TooLarge {
+                uri: uri.to_owned(),
+                size,
+                limit: self.config.max_file_bytes,
+            });
         }
         if let Some(offset) = bytes.iter().position(|&b| b == 0) {
-            return Err(ChunkError::Binary { uri: uri.to_owned(), offset });
+            return Err(ChunkError::Binary {
+                uri: uri.to_owned(),
+                offset,
+            });
         }
-        let text = std::str::from_utf8(bytes)
-            .map_err(|e| ChunkError::NotUtf8 { uri: uri.to_owned(), offset: e.valid_up_to() })?;
+        let text = std::str::from_utf8(bytes).map_err(|e| ChunkError::NotUtf8 {
+            uri: uri.to_owned(),
+            offset: e.valid_up_to(),
+        })?;
         Ok(self.chunk_text(project, uri, text))
     }
 
@@ -180,21 +201,38 @@ impl Chunker {
 
     /// Chunks `text` as a file of `kind` (when the kind is known otherwise,
     /// e.g. from an HTTP content type).
-    pub fn chunk_text_as(&self, project: &str, uri: &str, text: &str, kind: FileKind) -> ChunkedDocument {
-        let file_name = uri.trim_end_matches('/').rsplit(['/', '\\']).next().unwrap_or(uri).to_owned();
+    pub fn chunk_text_as(
+        &self,
+        project: &str,
+        uri: &str,
+        text: &str,
+        kind: FileKind,
+    ) -> ChunkedDocument {
+        let file_name = uri
+            .trim_end_matches('/')
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(uri)
+            .to_owned();
         let mut warnings = Vec::new();
         let mut title = None;
         let mut extracted_text = None;
         let pieces: Vec<Piece> = match kind.strategy {
             Strategy::Code(language) => self.code(language, text, &mut warnings),
             Strategy::Markdown => {
-                let out = markdown::chunk(text, &self.config.markdown, kind.is_index_doc, &file_name);
+                let out =
+                    markdown::chunk(text, &self.config.markdown, kind.is_index_doc, &file_name);
                 title = out.title;
                 out.pieces
             }
             Strategy::Html => {
                 let page = html::extract(text);
-                let out = markdown::chunk(&page.markdown, &self.config.markdown, kind.is_index_doc, &file_name);
+                let out = markdown::chunk(
+                    &page.markdown,
+                    &self.config.markdown,
+                    kind.is_index_doc,
+                    &file_name,
+                );
                 title = page.title.or(out.title);
                 extracted_text = Some(page.markdown);
                 out.pieces
@@ -214,7 +252,14 @@ impl Chunker {
             is_index_doc: kind.is_index_doc,
         };
         let chunks = span::assemble(&meta, extracted_text.as_deref().unwrap_or(text), pieces);
-        ChunkedDocument { document_id, kind, title, chunks, warnings, extracted_text }
+        ChunkedDocument {
+            document_id,
+            kind,
+            title,
+            chunks,
+            warnings,
+            extracted_text,
+        }
     }
 
     fn code(&self, language: CodeLanguage, text: &str, warnings: &mut Vec<String>) -> Vec<Piece> {

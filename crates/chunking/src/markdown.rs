@@ -31,7 +31,12 @@ struct Outline {
     code: Vec<(usize, usize)>,
 }
 
-pub(crate) fn chunk(text: &str, config: &MarkdownConfig, is_index_doc: bool, fallback_title: &str) -> MarkdownOutcome {
+pub(crate) fn chunk(
+    text: &str,
+    config: &MarkdownConfig,
+    is_index_doc: bool,
+    fallback_title: &str,
+) -> MarkdownOutcome {
     let measure = Measure::new(text);
     let outline = scan(text);
     let title = outline
@@ -43,17 +48,28 @@ pub(crate) fn chunk(text: &str, config: &MarkdownConfig, is_index_doc: bool, fal
     let doc_title = title.clone().unwrap_or_else(|| fallback_title.to_owned());
     let (start, end) = (skip_ws(text, 0, text.len()), trim_end(text, 0, text.len()));
     if start >= end {
-        return MarkdownOutcome { pieces: Vec::new(), title };
+        return MarkdownOutcome {
+            pieces: Vec::new(),
+            title,
+        };
     }
     if is_index_doc && measure.chars(start, end) <= config.index_max_chars {
         let piece = Piece::new(start, end, doc_title, "document");
-        return MarkdownOutcome { pieces: vec![piece], title };
+        return MarkdownOutcome {
+            pieces: vec![piece],
+            title,
+        };
     }
 
     let mut pieces = Vec::new();
     let mut body_start = 0;
     if let Some((fs, fe)) = outline.front_matter {
-        pieces.push(Piece::new(fs, trim_end(text, fs, fe), doc_title.clone(), "front_matter"));
+        pieces.push(Piece::new(
+            fs,
+            trim_end(text, fs, fe),
+            doc_title.clone(),
+            "front_matter",
+        ));
         body_start = fe;
     }
     // A document without a level-1 heading gets its title as the first crumb.
@@ -77,15 +93,31 @@ pub(crate) fn chunk(text: &str, config: &MarkdownConfig, is_index_doc: bool, fal
         let end = trim_end(text, section_start, heading.start);
         let begins = pending_start.take().unwrap_or(section_start);
         if skip_ws(text, section_start, end) < end {
-            let heading_only = i > 0 && text[section_start..end].lines().filter(|l| !l.trim().is_empty()).count() <= 1
+            let heading_only = i > 0
+                && text[section_start..end]
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .count()
+                    <= 1
                 && outline.headings[i - 1].start == skip_ws(text, section_start, end);
             if heading_only {
                 pending_start = Some(begins);
             } else {
-                section(text, measure, config, &outline, (skip_ws(text, begins, end), end), &section_label, &mut pieces);
+                section(
+                    text,
+                    measure,
+                    config,
+                    &outline,
+                    (skip_ws(text, begins, end), end),
+                    &section_label,
+                    &mut pieces,
+                );
             }
         }
-        while crumbs.last().is_some_and(|(level, _)| *level >= heading.level) {
+        while crumbs
+            .last()
+            .is_some_and(|(level, _)| *level >= heading.level)
+        {
             crumbs.pop();
         }
         crumbs.push((heading.level, heading.text.clone()));
@@ -95,7 +127,15 @@ pub(crate) fn chunk(text: &str, config: &MarkdownConfig, is_index_doc: bool, fal
     let begins = pending_start.unwrap_or(section_start);
     let end = trim_end(text, section_start, text.len());
     if skip_ws(text, begins, end) < end {
-        section(text, measure, config, &outline, (skip_ws(text, begins, end), end), &section_label, &mut pieces);
+        section(
+            text,
+            measure,
+            config,
+            &outline,
+            (skip_ws(text, begins, end), end),
+            &section_label,
+            &mut pieces,
+        );
     }
     MarkdownOutcome { pieces, title }
 }
@@ -114,7 +154,13 @@ fn section(
         out.push(Piece::new(range.0, range.1, label, "section"));
         return;
     }
-    let cuts = greedy_cuts(measure, range, outline.blocks.iter().copied(), config.max_chars, config.max_chars / 8);
+    let cuts = greedy_cuts(
+        measure,
+        range,
+        outline.blocks.iter().copied(),
+        config.max_chars,
+        config.max_chars / 8,
+    );
     let mut parts = Vec::new();
     for (i, &cut) in cuts.iter().enumerate() {
         let next = cuts.get(i + 1).copied().unwrap_or(range.1);
@@ -138,7 +184,13 @@ fn scan(text: &str) -> Outline {
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_HEADING_ATTRIBUTES;
-    let mut outline = Outline { front_matter, front_matter_title, headings: Vec::new(), blocks: Vec::new(), code: Vec::new() };
+    let mut outline = Outline {
+        front_matter,
+        front_matter_title,
+        headings: Vec::new(),
+        blocks: Vec::new(),
+        code: Vec::new(),
+    };
     let mut depth = 0usize;
     let mut heading: Option<Heading> = None;
     for (event, range) in Parser::new_ext(body, options).into_offset_iter() {
@@ -150,7 +202,11 @@ fn scan(text: &str) -> Outline {
                 }
                 match tag {
                     Tag::Heading { level, .. } if depth == 0 => {
-                        heading = Some(Heading { start, level: heading_level(level), text: String::new() });
+                        heading = Some(Heading {
+                            start,
+                            level: heading_level(level),
+                            text: String::new(),
+                        });
                     }
                     Tag::CodeBlock(_) => outline.code.push((start, end)),
                     _ => {}
@@ -175,7 +231,9 @@ fn scan(text: &str) -> Outline {
                     h.text.push(' ');
                 }
             }
-            Event::Rule | Event::Html(_) | Event::DisplayMath(_) if depth == 0 => outline.blocks.push(start),
+            Event::Rule | Event::Html(_) | Event::DisplayMath(_) if depth == 0 => {
+                outline.blocks.push(start)
+            }
             _ => {}
         }
     }
@@ -196,7 +254,13 @@ fn heading_level(level: HeadingLevel) -> usize {
 /// The byte range of YAML (`---`) or TOML (`+++`) front matter at the very
 /// start, through the end of its closing line.
 fn front_matter(text: &str) -> Option<(usize, usize)> {
-    let fence = if text.starts_with("---") { "---" } else if text.starts_with("+++") { "+++" } else { return None };
+    let fence = if text.starts_with("---") {
+        "---"
+    } else if text.starts_with("+++") {
+        "+++"
+    } else {
+        return None;
+    };
     let first_line_end = text.find('\n')?;
     if text[..first_line_end].trim_end() != fence {
         return None;
@@ -216,7 +280,10 @@ fn front_matter(text: &str) -> Option<(usize, usize)> {
 fn front_matter_title(front_matter: &str) -> Option<String> {
     front_matter.lines().find_map(|line| {
         let rest = line.strip_prefix("title")?.trim_start();
-        let value = rest.strip_prefix(':').or_else(|| rest.strip_prefix('='))?.trim();
+        let value = rest
+            .strip_prefix(':')
+            .or_else(|| rest.strip_prefix('='))?
+            .trim();
         let value = value.trim_matches(|c| c == '"' || c == '\'').trim();
         (!value.is_empty()).then(|| value.to_owned())
     })
@@ -227,24 +294,39 @@ mod tests {
     use super::*;
 
     fn sections(text: &str, max: usize) -> Vec<(String, String)> {
-        let config = MarkdownConfig { max_chars: max, index_max_chars: 2000 };
-        chunk(text, &config, false, "file.md").pieces.into_iter().map(|p| (p.section, text[p.start..p.end].to_owned())).collect()
+        let config = MarkdownConfig {
+            max_chars: max,
+            index_max_chars: 2000,
+        };
+        chunk(text, &config, false, "file.md")
+            .pieces
+            .into_iter()
+            .map(|p| (p.section, text[p.start..p.end].to_owned()))
+            .collect()
     }
 
     #[test]
     fn sections_carry_a_breadcrumb() {
-        let text = "# Guide\n\nIntro.\n\n## Install\n\n### Linux\n\napt install\n\n## Use\n\nRun it.\n";
+        let text =
+            "# Guide\n\nIntro.\n\n## Install\n\n### Linux\n\napt install\n\n## Use\n\nRun it.\n";
         let got = sections(text, 1000);
         let labels: Vec<&str> = got.iter().map(|(s, _)| s.as_str()).collect();
         // "## Install" has only a heading under it, so it joins "### Linux".
-        assert_eq!(labels, vec!["Guide", "Guide > Install > Linux", "Guide > Use"]);
+        assert_eq!(
+            labels,
+            vec!["Guide", "Guide > Install > Linux", "Guide > Use"]
+        );
         assert_eq!(got[1].1, "## Install\n\n### Linux\n\napt install");
     }
 
     #[test]
     fn front_matter_is_its_own_chunk_and_gives_the_title() {
-        let text = "---\ntitle: \"Hugo Pipes\"\nweight: 3\n---\n\nSome text.\n\n## Usage\n\nMore.\n";
-        let config = MarkdownConfig { max_chars: 1000, index_max_chars: 2000 };
+        let text =
+            "---\ntitle: \"Hugo Pipes\"\nweight: 3\n---\n\nSome text.\n\n## Usage\n\nMore.\n";
+        let config = MarkdownConfig {
+            max_chars: 1000,
+            index_max_chars: 2000,
+        };
         let out = chunk(text, &config, false, "pipes.md");
         assert_eq!(out.title.as_deref(), Some("Hugo Pipes"));
         assert_eq!(out.pieces[0].node_type, "front_matter");
@@ -258,14 +340,24 @@ mod tests {
         let text = format!("# T\n\npara one\n\n```rust\n{code}```\n\npara two\n");
         let got = sections(&text, 200);
         assert!(got.len() > 1);
-        assert!(got.iter().any(|(_, c)| c.contains(&format!("```rust\n{code}```"))), "{got:#?}");
-        assert!(got.iter().all(|(s, _)| s.starts_with("T (Part ")), "{got:#?}");
+        assert!(
+            got.iter()
+                .any(|(_, c)| c.contains(&format!("```rust\n{code}```"))),
+            "{got:#?}"
+        );
+        assert!(
+            got.iter().all(|(s, _)| s.starts_with("T (Part ")),
+            "{got:#?}"
+        );
     }
 
     #[test]
     fn index_documents_stay_whole_up_to_the_limit() {
         let text = "# Readme\n\n## A\n\nx\n\n## B\n\ny\n";
-        let config = MarkdownConfig { max_chars: 1000, index_max_chars: 2000 };
+        let config = MarkdownConfig {
+            max_chars: 1000,
+            index_max_chars: 2000,
+        };
         assert_eq!(chunk(text, &config, true, "README.md").pieces.len(), 1);
         // "# Readme" holds only a heading, so it joins "## A".
         assert_eq!(chunk(text, &config, false, "doc.md").pieces.len(), 2);

@@ -18,7 +18,12 @@ pub(crate) struct Piece {
 }
 
 impl Piece {
-    pub fn new(start: usize, end: usize, section: impl Into<String>, node_type: impl Into<String>) -> Self {
+    pub fn new(
+        start: usize,
+        end: usize,
+        section: impl Into<String>,
+        node_type: impl Into<String>,
+    ) -> Self {
         Piece {
             start,
             end,
@@ -40,7 +45,10 @@ pub(crate) struct Measure<'a> {
 
 impl<'a> Measure<'a> {
     pub fn new(text: &'a str) -> Self {
-        Measure { text, ascii: text.is_ascii() }
+        Measure {
+            text,
+            ascii: text.is_ascii(),
+        }
     }
 
     /// Characters in `text[start..end]`.
@@ -99,7 +107,11 @@ pub(crate) fn split_by_size(
     let mut cur = skip_ws(text, start, end);
     while cur < end {
         let limit = measure.advance(cur, max_chars.max(1), end);
-        let cut = if limit >= end { end } else { size_cut(text, cur, limit, end, keep_whole) };
+        let cut = if limit >= end {
+            end
+        } else {
+            size_cut(text, cur, limit, end, keep_whole)
+        };
         let piece_end = trim_end(text, cur, cut);
         if piece_end > cur {
             out.push((cur, piece_end));
@@ -111,7 +123,13 @@ pub(crate) fn split_by_size(
 }
 
 /// Where to cut a piece starting at `cur` whose size limit is reached at `limit`.
-fn size_cut(text: &str, cur: usize, limit: usize, end: usize, keep_whole: &[(usize, usize)]) -> usize {
+fn size_cut(
+    text: &str,
+    cur: usize,
+    limit: usize,
+    end: usize,
+    keep_whole: &[(usize, usize)],
+) -> usize {
     // The last line start in (cur, limit] that is not inside a kept range.
     let mut search_end = limit;
     while let Some(nl) = text[cur..search_end].rfind('\n') {
@@ -214,8 +232,59 @@ pub(crate) fn number_parts(pieces: &mut [Piece]) {
     }
     for (i, p) in pieces.iter_mut().enumerate() {
         let label = format!("(Part {}/{})", i + 1, n);
-        p.section = if p.section.is_empty() { label } else { format!("{} {label}", p.section) };
+        p.section = if p.section.is_empty() {
+            label
+        } else {
+            format!("{} {label}", p.section)
+        };
     }
+}
+
+/// Chooses where to cut `range` among `candidates` (sorted positions inside
+/// it, each the start of a block that must not be split): every part takes
+/// whole blocks while it stays within `max_chars`; a part whose first block is
+/// larger stays larger (the caller splits it further if it may). A tail under
+/// `min_chars` joins the part before it when they fit together.
+///
+/// Returns the part starts, beginning with `range.0`.
+pub(crate) fn greedy_cuts(
+    measure: Measure<'_>,
+    range: (usize, usize),
+    candidates: impl IntoIterator<Item = usize>,
+    max_chars: usize,
+    min_chars: usize,
+) -> Vec<usize> {
+    let mut cuts = vec![range.0];
+    let mut part_start = range.0;
+    let mut last_fit: Option<usize> = None;
+    for pos in candidates
+        .into_iter()
+        .filter(|&p| p > range.0 && p < range.1)
+    {
+        if pos <= part_start {
+            continue;
+        }
+        if measure.chars(part_start, pos) <= max_chars {
+            last_fit = Some(pos);
+            continue;
+        }
+        let cut = last_fit.unwrap_or(pos);
+        cuts.push(cut);
+        part_start = cut;
+        last_fit = (pos > part_start && measure.chars(part_start, pos) <= max_chars).then_some(pos);
+    }
+    if measure.chars(part_start, range.1) > max_chars
+        && let Some(cut) = last_fit
+    {
+        cuts.push(cut);
+    }
+    if let [.., prev, tail] = cuts[..]
+        && measure.chars(tail, range.1) < min_chars
+        && measure.chars(prev, range.1) <= max_chars
+    {
+        cuts.pop();
+    }
+    cuts
 }
 
 #[cfg(test)]
@@ -247,49 +316,9 @@ mod tests {
         let text = "p\n```\nx\ny\nz\n```\nq\n";
         let fence = (2, 16);
         let parts = split(text, 4, &[fence]);
-        assert!(parts.iter().any(|p| p.contains("```\nx\ny\nz\n```")), "{parts:?}");
+        assert!(
+            parts.iter().any(|p| p.contains("```\nx\ny\nz\n```")),
+            "{parts:?}"
+        );
     }
-}
-
-/// Chooses where to cut `range` among `candidates` (sorted positions inside
-/// it, each the start of a block that must not be split): every part takes
-/// whole blocks while it stays within `max_chars`; a part whose first block is
-/// larger stays larger (the caller splits it further if it may). A tail under
-/// `min_chars` joins the part before it when they fit together.
-///
-/// Returns the part starts, beginning with `range.0`.
-pub(crate) fn greedy_cuts(
-    measure: Measure<'_>,
-    range: (usize, usize),
-    candidates: impl IntoIterator<Item = usize>,
-    max_chars: usize,
-    min_chars: usize,
-) -> Vec<usize> {
-    let mut cuts = vec![range.0];
-    let mut part_start = range.0;
-    let mut last_fit: Option<usize> = None;
-    for pos in candidates.into_iter().filter(|&p| p > range.0 && p < range.1) {
-        if pos <= part_start {
-            continue;
-        }
-        if measure.chars(part_start, pos) <= max_chars {
-            last_fit = Some(pos);
-            continue;
-        }
-        let cut = last_fit.unwrap_or(pos);
-        cuts.push(cut);
-        part_start = cut;
-        last_fit = (pos > part_start && measure.chars(part_start, pos) <= max_chars).then_some(pos);
-    }
-    if measure.chars(part_start, range.1) > max_chars {
-        if let Some(cut) = last_fit {
-            cuts.push(cut);
-        }
-    }
-    if let [.., prev, tail] = cuts[..] {
-        if measure.chars(tail, range.1) < min_chars && measure.chars(prev, range.1) <= max_chars {
-            cuts.pop();
-        }
-    }
-    cuts
 }

@@ -44,7 +44,13 @@ pub(crate) fn paragraphs(text: &str, config: &TextConfig, section: &str) -> Vec<
 }
 
 /// A word start about `chars` characters before `end`, inside `(start, end)`.
-fn overlap_start(text: &str, measure: Measure<'_>, start: usize, end: usize, chars: usize) -> usize {
+fn overlap_start(
+    text: &str,
+    measure: Measure<'_>,
+    start: usize,
+    end: usize,
+    chars: usize,
+) -> usize {
     if chars == 0 {
         return end;
     }
@@ -89,14 +95,19 @@ fn paragraph_ranges(text: &str) -> Vec<(usize, usize)> {
 /// of the previous one, and also cut at `max_chars`.
 pub(crate) fn line_windows(text: &str, config: &LinesConfig, section: &str) -> Vec<Piece> {
     let measure = Measure::new(text);
-    let line_starts: Vec<usize> =
-        std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).filter(|&i| i < text.len()).collect();
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .filter(|&i| i < text.len())
+        .collect();
     let line_of = |pos: usize| line_starts.partition_point(|&s| s <= pos).saturating_sub(1);
     let mut pieces: Vec<Piece> = Vec::new();
     let mut cur = skip_ws(text, 0, text.len());
     while cur < text.len() {
         let first_line = line_of(cur);
-        let by_lines = line_starts.get(first_line + config.window_lines).copied().unwrap_or(text.len());
+        let by_lines = line_starts
+            .get(first_line + config.window_lines)
+            .copied()
+            .unwrap_or(text.len());
         let (s, e) = split_by_size(text, measure, cur, by_lines, config.max_chars, &[])
             .into_iter()
             .next()
@@ -118,8 +129,16 @@ pub(crate) fn line_windows(text: &str, config: &LinesConfig, section: &str) -> V
         let last_line = line_of(e.saturating_sub(1));
         let back_line = (last_line + 1).saturating_sub(config.overlap_lines);
         let back = line_starts.get(back_line).copied().unwrap_or(e);
-        let next = if back_line > first_line && back < e { skip_ws(text, back, e) } else { skip_ws(text, e, text.len()) };
-        cur = if next >= e || next <= s { skip_ws(text, e, text.len()) } else { next };
+        let next = if back_line > first_line && back < e {
+            skip_ws(text, back, e)
+        } else {
+            skip_ws(text, e, text.len())
+        };
+        cur = if next >= e || next <= s {
+            skip_ws(text, e, text.len())
+        } else {
+            next
+        };
     }
     pieces
 }
@@ -130,22 +149,36 @@ mod tests {
 
     #[test]
     fn paragraphs_merge_to_the_target_with_recorded_overlap() {
-        let text = "one two three four five.\n\nsix seven eight nine ten.\n\neleven twelve thirteen.\n";
-        let config = TextConfig { target_chars: 55, overlap_chars: 10 };
+        let text =
+            "one two three four five.\n\nsix seven eight nine ten.\n\neleven twelve thirteen.\n";
+        let config = TextConfig {
+            target_chars: 55,
+            overlap_chars: 10,
+        };
         let pieces = paragraphs(text, &config, "t");
         assert_eq!(pieces.len(), 2, "{pieces:?}");
         assert_eq!(pieces[0].overlap, 0);
         assert!(pieces[1].overlap > 0);
         assert_eq!(pieces[1].start + pieces[1].overlap, pieces[0].end);
-        assert!(text[pieces[1].start..].starts_with("nine") || text[pieces[1].start..].starts_with("ten"));
+        assert!(
+            text[pieces[1].start..].starts_with("nine")
+                || text[pieces[1].start..].starts_with("ten")
+        );
     }
 
     #[test]
     fn line_windows_overlap_by_the_configured_lines() {
         let text: String = (1..=120).map(|i| format!("line {i}\n")).collect();
-        let config = LinesConfig { window_lines: 50, overlap_lines: 10, max_chars: 100_000 };
+        let config = LinesConfig {
+            window_lines: 50,
+            overlap_lines: 10,
+            max_chars: 100_000,
+        };
         let pieces = line_windows(&text, &config, "");
-        let first_lines: Vec<&str> = pieces.iter().map(|p| text[p.start..].lines().next().unwrap_or("")).collect();
+        let first_lines: Vec<&str> = pieces
+            .iter()
+            .map(|p| text[p.start..].lines().next().unwrap_or(""))
+            .collect();
         assert_eq!(first_lines, vec!["line 1", "line 41", "line 81"]);
         assert!(text[pieces[0].start..pieces[0].end].ends_with("line 50"));
         assert_eq!(pieces[1].overlap, pieces[0].end - pieces[1].start);

@@ -22,23 +22,37 @@ fn fixture(name: &str) -> String {
 /// Chunks a fixture and checks the invariants before anything else.
 fn chunk(chunker: &Chunker, name: &str) -> (String, ChunkedDocument) {
     let source = fixture(name);
-    let doc = chunker.chunk_bytes("fixtures", name, source.as_bytes()).unwrap();
-    weft_core::invariants::check(doc.text(&source), &doc.chunks).unwrap_or_else(|v| panic!("{name}: {v}"));
+    let doc = chunker
+        .chunk_bytes("fixtures", name, source.as_bytes())
+        .unwrap();
+    weft_core::invariants::check(doc.text(&source), &doc.chunks)
+        .unwrap_or_else(|v| panic!("{name}: {v}"));
     (source, doc)
 }
 
 fn by_section<'a>(doc: &'a ChunkedDocument, section: &str) -> &'a Chunk {
-    doc.chunks.iter().find(|c| c.section == section).unwrap_or_else(|| {
-        let sections: Vec<&str> = doc.chunks.iter().map(|c| c.section.as_str()).collect();
-        panic!("no chunk with section {section:?}; sections: {sections:?}")
-    })
+    doc.chunks
+        .iter()
+        .find(|c| c.section == section)
+        .unwrap_or_else(|| {
+            let sections: Vec<&str> = doc.chunks.iter().map(|c| c.section.as_str()).collect();
+            panic!("no chunk with section {section:?}; sections: {sections:?}")
+        })
 }
 
 #[test]
 fn every_fixture_keeps_the_invariants_at_both_sizes() {
     let names = [
-        "RateLimiter.java", "store.ts", "Button.tsx", "queue.js", "graph.py", "ring.rs", "server.go", "guide.md",
-        "page.html", "notes.txt",
+        "RateLimiter.java",
+        "store.ts",
+        "Button.tsx",
+        "queue.js",
+        "graph.py",
+        "ring.rs",
+        "server.go",
+        "guide.md",
+        "page.html",
+        "notes.txt",
     ];
     for chunker in [small(), Chunker::new(ChunkingConfig::default()).unwrap()] {
         for name in names {
@@ -52,52 +66,99 @@ fn every_fixture_keeps_the_invariants_at_both_sizes() {
 #[test]
 fn java_class_splits_into_header_and_members() {
     let (_, doc) = chunk(&small(), "RateLimiter.java");
-    assert!(doc.chunks.iter().all(|c| c.language == "java" && c.content_type == ContentType::Code));
+    assert!(
+        doc.chunks
+            .iter()
+            .all(|c| c.language == "java" && c.content_type == ContentType::Code)
+    );
 
     let header = by_section(&doc, "RateLimiter");
     assert_eq!(header.node_type, "class_declaration");
     assert_eq!(header.node_name.as_deref(), Some("RateLimiter"));
     // Package and imports join the next chunk; the doc comment and the
     // annotation belong to the class; the fields join its header.
-    assert!(header.content.starts_with("package org.example.limits;"), "{}", header.content);
+    assert!(
+        header.content.starts_with("package org.example.limits;"),
+        "{}",
+        header.content
+    );
     assert!(header.content.contains("import java.util.Deque;"));
-    assert!(header.content.contains("/**\n * A token-bucket rate limiter"));
-    assert!(header.content.contains("@SuppressWarnings(\"unused\")\npublic final class RateLimiter {"));
+    assert!(
+        header
+            .content
+            .contains("/**\n * A token-bucket rate limiter")
+    );
+    assert!(
+        header
+            .content
+            .contains("@SuppressWarnings(\"unused\")\npublic final class RateLimiter {")
+    );
     assert!(header.content.contains("private long lastRefillNanos;"));
     assert!(!header.content.contains("tryAcquire"));
     // The outline enriches the embedded text, never the content.
     let outline = header.outline.as_deref().unwrap_or_default();
-    assert!(outline.contains("tryAcquire") && outline.contains("Snapshot"), "{outline}");
+    assert!(
+        outline.contains("tryAcquire") && outline.contains("Snapshot"),
+        "{outline}"
+    );
     assert!(!header.content.contains("Members of"));
     assert!(header.embedding_text().contains(outline));
 
     let to_string = by_section(&doc, "RateLimiter.toString");
-    assert!(to_string.content.starts_with("/** How long"), "{}", to_string.content);
-    assert!(to_string.content.contains("@Override\n  public synchronized String toString()"));
+    assert!(
+        to_string.content.starts_with("/** How long"),
+        "{}",
+        to_string.content
+    );
+    assert!(
+        to_string
+            .content
+            .contains("@Override\n  public synchronized String toString()")
+    );
     assert_eq!(to_string.node_type, "method_declaration");
 
     let ctor = by_section(&doc, "RateLimiter.RateLimiter");
     assert_eq!(ctor.node_type, "constructor_declaration");
 
     // A long method splits at statement boundaries into parts.
-    let parts: Vec<&Chunk> = doc.chunks.iter().filter(|c| c.section.starts_with("RateLimiter.acquire (Part ")).collect();
+    let parts: Vec<&Chunk> = doc
+        .chunks
+        .iter()
+        .filter(|c| c.section.starts_with("RateLimiter.acquire (Part "))
+        .collect();
     assert!(parts.len() >= 2, "{parts:#?}");
     let n = parts.len();
     for (i, part) in parts.iter().enumerate() {
-        assert_eq!(part.section, format!("RateLimiter.acquire (Part {}/{n})", i + 1));
+        assert_eq!(
+            part.section,
+            format!("RateLimiter.acquire (Part {}/{n})", i + 1)
+        );
         assert_eq!(part.node_name.as_deref(), Some("acquire"));
     }
-    assert!(parts[0].content.contains("public synchronized Duration acquire(int permits)"));
+    assert!(
+        parts[0]
+            .content
+            .contains("public synchronized Duration acquire(int permits)")
+    );
     assert!(parts[n - 1].content.trim_end().ends_with('}'));
 
     // Nested types get the outer path.
-    assert_eq!(by_section(&doc, "RateLimiter.Snapshot").node_type, "class_declaration");
-    assert_eq!(by_section(&doc, "RateLimiter.Policy").node_type, "enum_declaration");
+    assert_eq!(
+        by_section(&doc, "RateLimiter.Snapshot").node_type,
+        "class_declaration"
+    );
+    assert_eq!(
+        by_section(&doc, "RateLimiter.Policy").node_type,
+        "enum_declaration"
+    );
 }
 
 #[test]
 fn a_one_class_file_is_not_one_chunk_at_default_sizes() {
-    let (source, doc) = chunk(&Chunker::new(ChunkingConfig::default()).unwrap(), "RateLimiter.java");
+    let (source, doc) = chunk(
+        &Chunker::new(ChunkingConfig::default()).unwrap(),
+        "RateLimiter.java",
+    );
     assert!(source.len() > 3000);
     assert!(doc.chunks.len() >= 3, "{} chunks", doc.chunks.len());
     assert!(doc.chunks.iter().all(|c| c.content.chars().count() <= 1200));
@@ -107,12 +168,23 @@ fn a_one_class_file_is_not_one_chunk_at_default_sizes() {
 fn typescript_keeps_decorators_and_names_arrow_functions() {
     let (_, doc) = chunk(&small(), "store.ts");
     let get = by_section(&doc, "TtlCache.get");
-    assert!(get.content.starts_with("/** Returns the live value"), "{}", get.content);
+    assert!(
+        get.content.starts_with("/** Returns the live value"),
+        "{}",
+        get.content
+    );
     assert!(get.content.contains("@traced\n  get(key: string)"));
     assert_eq!(get.node_type, "method_definition");
     let first = &doc.chunks[0];
-    assert!(first.content.starts_with("import { EventEmitter }"), "imports join the first definition");
-    let total = doc.chunks.iter().find(|c| c.node_name.as_deref() == Some("totalSize")).expect("totalSize");
+    assert!(
+        first.content.starts_with("import { EventEmitter }"),
+        "imports join the first definition"
+    );
+    let total = doc
+        .chunks
+        .iter()
+        .find(|c| c.node_name.as_deref() == Some("totalSize"))
+        .expect("totalSize");
     assert_eq!(total.node_type, "lexical_declaration");
     assert!(total.content.contains("Sums the sizes of all values"));
 }
@@ -120,12 +192,18 @@ fn typescript_keeps_decorators_and_names_arrow_functions() {
 #[test]
 fn tsx_and_javascript_chunk_by_definition() {
     let (_, doc) = chunk(&small(), "Button.tsx");
-    assert_eq!(doc.kind.strategy, Strategy::Code(weft_chunking::CodeLanguage::Tsx));
+    assert_eq!(
+        doc.kind.strategy,
+        Strategy::Code(weft_chunking::CodeLanguage::Tsx)
+    );
     assert_eq!(by_section(&doc, "Button").node_type, "function_declaration");
 
     let (_, doc) = chunk(&small(), "queue.js");
     assert_eq!(doc.chunks[0].language, "javascript");
-    assert_eq!(by_section(&doc, "WorkQueue.push").node_type, "method_definition");
+    assert_eq!(
+        by_section(&doc, "WorkQueue.push").node_type,
+        "method_definition"
+    );
     assert!(by_section(&doc, "retry").content.starts_with("/** Retries"));
 }
 
@@ -134,20 +212,39 @@ fn python_keeps_decorators_and_docstrings() {
     let (_, doc) = chunk(&small(), "graph.py");
     assert!(doc.chunks[0].content.starts_with("\"\"\"Graph algorithms"));
     let fib = by_section(&doc, "fib");
-    assert!(fib.content.starts_with("@lru_cache(maxsize=None)\ndef fib"), "{}", fib.content);
+    assert!(
+        fib.content.starts_with("@lru_cache(maxsize=None)\ndef fib"),
+        "{}",
+        fib.content
+    );
     assert_eq!(fib.node_type, "function_definition");
-    assert!(by_section(&doc, "Graph.from_pairs").content.contains("@staticmethod"));
-    assert!(by_section(&doc, "Graph.shortest_paths").content.contains("Dijkstra"));
+    assert!(
+        by_section(&doc, "Graph.from_pairs")
+            .content
+            .contains("@staticmethod")
+    );
+    assert!(
+        by_section(&doc, "Graph.shortest_paths")
+            .content
+            .contains("Dijkstra")
+    );
 }
 
 #[test]
 fn rust_keeps_attributes_and_doc_comments_and_names_impl_methods() {
     let (_, doc) = chunk(&small(), "ring.rs");
     let push = by_section(&doc, "Ring.push");
-    assert!(push.content.starts_with("/// Adds an item"), "{}", push.content);
+    assert!(
+        push.content.starts_with("/// Adds an item"),
+        "{}",
+        push.content
+    );
     assert!(push.content.contains("#[must_use]\n    pub fn push"));
     let ring = by_section(&doc, "Ring");
-    assert!(ring.content.contains("#[derive(Debug, Clone)]\npub struct Ring<T>"));
+    assert!(
+        ring.content
+            .contains("#[derive(Debug, Clone)]\npub struct Ring<T>")
+    );
 }
 
 #[test]
@@ -169,16 +266,25 @@ fn markdown_sections_have_breadcrumbs_and_front_matter_stands_alone() {
     let linux = by_section(&doc, "Deploying weft > Install > Linux");
     // The heading-only "## Install" joins its first subsection; the fence is whole.
     assert!(linux.content.starts_with("## Install\n\n### Linux"));
-    assert!(linux.content.contains("```sh\ncurl -L https://example.com/weft.tar.gz | tar xz\nsudo mv weft /usr/local/bin/\n```"));
+    assert!(linux.content.contains(
+        "```sh\ncurl -L https://example.com/weft.tar.gz | tar xz\nsudo mv weft /usr/local/bin/\n```"
+    ));
     by_section(&doc, "Deploying weft > Configure");
-    assert!(doc.chunks.iter().all(|c| c.content_type == ContentType::Prose && c.language == "markdown"));
+    assert!(
+        doc.chunks
+            .iter()
+            .all(|c| c.content_type == ContentType::Prose && c.language == "markdown")
+    );
 }
 
 #[test]
 fn html_is_extracted_then_chunked_as_markdown() {
     let (_, doc) = chunk(&small(), "page.html");
     assert_eq!(doc.title, "Streams — Example Docs");
-    let text = doc.extracted_text.as_deref().expect("HTML chunks refer to extracted text");
+    let text = doc
+        .extracted_text
+        .as_deref()
+        .expect("HTML chunks refer to extracted text");
     assert!(!text.contains("Home") && !text.contains("Copyright"));
     let readable = by_section(&doc, "Streams > Readable streams");
     assert!(readable.content.contains("fs.createReadStream"));
@@ -209,7 +315,11 @@ fn index_documents_are_flagged_and_stay_whole() {
 fn declaration_files_are_api_reference() {
     let text = "export declare function parse(input: string): Node;\nexport interface Node { kind: string }\n";
     let doc = small().chunk_text("p", "types/index.d.ts", text);
-    assert!(doc.chunks.iter().all(|c| c.content_type == ContentType::ApiReference));
+    assert!(
+        doc.chunks
+            .iter()
+            .all(|c| c.content_type == ContentType::ApiReference)
+    );
 }
 
 #[test]
@@ -218,7 +328,13 @@ fn unparsable_code_falls_back_to_lines_with_a_warning() {
     let doc = small().chunk_text("p", "Broken.java", &garbage);
     weft_core::invariants::check(&garbage, &doc.chunks).unwrap();
     assert!(doc.chunks.iter().all(|c| c.node_type == "lines"));
-    assert!(doc.warnings.iter().any(|w| w.contains("syntax errors") && w.contains("line windows")), "{:?}", doc.warnings);
+    assert!(
+        doc.warnings
+            .iter()
+            .any(|w| w.contains("syntax errors") && w.contains("line windows")),
+        "{:?}",
+        doc.warnings
+    );
 }
 
 #[test]
@@ -226,24 +342,46 @@ fn minor_syntax_errors_are_chunked_around_with_a_warning() {
     let source = fixture("RateLimiter.java").replace("stored -= 1;", "stored -= ;");
     let doc = small().chunk_text("p", "RateLimiter.java", &source);
     weft_core::invariants::check(&source, &doc.chunks).unwrap();
-    assert!(doc.warnings.iter().any(|w| w.contains("chunked around them")), "{:?}", doc.warnings);
-    assert!(doc.chunks.iter().any(|c| c.section == "RateLimiter.toString"));
+    assert!(
+        doc.warnings
+            .iter()
+            .any(|w| w.contains("chunked around them")),
+        "{:?}",
+        doc.warnings
+    );
+    assert!(
+        doc.chunks
+            .iter()
+            .any(|c| c.section == "RateLimiter.toString")
+    );
 }
 
 #[test]
 fn binary_non_utf8_and_oversize_files_are_refused_with_a_reason() {
     let chunker = small();
-    let err = chunker.chunk_bytes("p", "img.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap_err();
+    let err = chunker
+        .chunk_bytes("p", "img.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+        .unwrap_err();
     assert!(matches!(err, ChunkError::Binary { offset: 8, .. }), "{err}");
     assert!(err.to_string().starts_with("img.png: binary file"));
 
-    let err = chunker.chunk_bytes("p", "latin1.txt", b"caf\xe9 au lait").unwrap_err();
-    assert!(matches!(err, ChunkError::NotUtf8 { offset: 3, .. }), "{err}");
+    let err = chunker
+        .chunk_bytes("p", "latin1.txt", b"caf\xe9 au lait")
+        .unwrap_err();
+    assert!(
+        matches!(err, ChunkError::NotUtf8 { offset: 3, .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("latin1.txt: not valid UTF-8"));
 
-    let mut config = ChunkingConfig::default();
-    config.max_file_bytes = 10;
-    let err = Chunker::new(config).unwrap().chunk_bytes("p", "big.md", b"# far too long\n").unwrap_err();
+    let config = ChunkingConfig {
+        max_file_bytes: 10,
+        ..ChunkingConfig::default()
+    };
+    let err = Chunker::new(config)
+        .unwrap()
+        .chunk_bytes("p", "big.md", b"# far too long\n")
+        .unwrap_err();
     assert!(err.to_string().contains("chunking.max_file_bytes"), "{err}");
 }
 
@@ -262,7 +400,9 @@ fn code_over_the_parse_limit_uses_line_windows() {
     let mut config = ChunkingConfig::default();
     config.code.max_parse_bytes = 1000;
     let source = fixture("RateLimiter.java");
-    let doc = Chunker::new(config).unwrap().chunk_text("p", "RateLimiter.java", &source);
+    let doc = Chunker::new(config)
+        .unwrap()
+        .chunk_text("p", "RateLimiter.java", &source);
     weft_core::invariants::check(&source, &doc.chunks).unwrap();
     assert!(doc.warnings[0].contains("chunking.code.max_parse_bytes"));
     assert!(doc.chunks.iter().all(|c| c.node_type == "lines"));
@@ -272,7 +412,10 @@ fn code_over_the_parse_limit_uses_line_windows() {
 fn ids_are_stable_and_computable() {
     let (_, a) = chunk(&small(), "ring.rs");
     let (_, b) = chunk(&small(), "ring.rs");
-    assert_eq!(a.document_id, weft_core::DocumentId::new("fixtures", "ring.rs"));
+    assert_eq!(
+        a.document_id,
+        weft_core::DocumentId::new("fixtures", "ring.rs")
+    );
     let ids: Vec<_> = a.chunks.iter().map(Chunk::id).collect();
     assert_eq!(ids, b.chunks.iter().map(Chunk::id).collect::<Vec<_>>());
     assert_eq!(ids[1], weft_core::ChunkId::new(&a.document_id, 1));

@@ -6,13 +6,32 @@ use weft_chunking::{Chunker, ChunkingConfig};
 
 /// One file name per chunker (and per tree-sitter grammar).
 const NAMES: &[&str] = &[
-    "A.java", "a.ts", "a.tsx", "a.js", "a.py", "a.rs", "a.go", "a.md", "a.html", "a.txt", "a.weird", "README.md",
+    "A.java",
+    "a.ts",
+    "a.tsx",
+    "a.js",
+    "a.py",
+    "a.rs",
+    "a.go",
+    "a.md",
+    "a.html",
+    "a.txt",
+    "a.weird",
+    "README.md",
     "a.d.ts",
 ];
 
 const FIXTURES: &[&str] = &[
-    "RateLimiter.java", "store.ts", "Button.tsx", "queue.js", "graph.py", "ring.rs", "server.go", "guide.md",
-    "page.html", "notes.txt",
+    "RateLimiter.java",
+    "store.ts",
+    "Button.tsx",
+    "queue.js",
+    "graph.py",
+    "ring.rs",
+    "server.go",
+    "guide.md",
+    "page.html",
+    "notes.txt",
 ];
 
 fn chunkers() -> Vec<Chunker> {
@@ -26,7 +45,10 @@ fn chunkers() -> Vec<Chunker> {
     tiny.lines.window_lines = 3;
     tiny.lines.overlap_lines = 1;
     tiny.lines.max_chars = 25;
-    vec![Chunker::new(ChunkingConfig::default()).unwrap(), Chunker::new(tiny).unwrap()]
+    vec![
+        Chunker::new(ChunkingConfig::default()).unwrap(),
+        Chunker::new(tiny).unwrap(),
+    ]
 }
 
 fn check_all(text: &str) -> Result<(), TestCaseError> {
@@ -44,18 +66,88 @@ fn check_all(text: &str) -> Result<(), TestCaseError> {
 /// Text made of the characters that matter to parsers and splitters.
 fn hostile_text() -> impl Strategy<Value = String> {
     let pieces = prop::sample::select(vec![
-        "{", "}", "(", ")", "[", "]", ";", ",", ".", "=", "=>", "<", ">", "/", "*", "/**", "*/", "//", "#", "##",
-        "# ", "---\n", "+++\n", "```", "```\n", "\"", "'", "`", "\\", "@", "class ", "def ", "fn ", "func ",
-        "function ", "import ", "package ", "export ", "interface ", "impl ", "return ", "if ", "<div>", "</div>",
-        "<h2>", "</h2>", "<main>", "<p>", "\n", "\n\n", "\r\n", "\t", "  ", "    ", "x", "foo", "Bar", "é", "漢字",
-        "😀", "\u{feff}", "\u{2028}", "\u{a0}", "\u{0}",
+        "{",
+        "}",
+        "(",
+        ")",
+        "[",
+        "]",
+        ";",
+        ",",
+        ".",
+        "=",
+        "=>",
+        "<",
+        ">",
+        "/",
+        "*",
+        "/**",
+        "*/",
+        "//",
+        "#",
+        "##",
+        "# ",
+        "---\n",
+        "+++\n",
+        "```",
+        "```\n",
+        "\"",
+        "'",
+        "`",
+        "\\",
+        "@",
+        "class ",
+        "def ",
+        "fn ",
+        "func ",
+        "function ",
+        "import ",
+        "package ",
+        "export ",
+        "interface ",
+        "impl ",
+        "return ",
+        "if ",
+        "<div>",
+        "</div>",
+        "<h2>",
+        "</h2>",
+        "<main>",
+        "<p>",
+        "\n",
+        "\n\n",
+        "\r\n",
+        "\t",
+        "  ",
+        "    ",
+        "x",
+        "foo",
+        "Bar",
+        "é",
+        "漢字",
+        "😀",
+        "\u{feff}",
+        "\u{2028}",
+        "\u{a0}",
+        "\u{0}",
     ]);
     prop::collection::vec(pieces, 0..300).prop_map(|v| v.concat())
 }
 
 /// A fixture with random edits: deletions, duplications and insertions.
 fn mutated_fixture() -> impl Strategy<Value = String> {
-    (prop::sample::select(FIXTURES), prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0u8..3, "[{}();\\n\"/*#` a-z]{0,8}"), 1..8))
+    (
+        prop::sample::select(FIXTURES),
+        prop::collection::vec(
+            (
+                any::<prop::sample::Index>(),
+                any::<prop::sample::Index>(),
+                0u8..3,
+                "[{}();\\n\"/*#` a-z]{0,8}",
+            ),
+            1..8,
+        ),
+    )
         .prop_map(|(name, edits)| {
             let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
             let mut text = std::fs::read_to_string(path).unwrap_or_default();
@@ -72,7 +164,10 @@ fn mutated_fixture() -> impl Strategy<Value = String> {
                     j -= 1;
                 }
                 let (i, j) = (i.min(j), i.max(j).min(i + 400));
-                let j = (i..=j).rev().find(|&k| text.is_char_boundary(k)).unwrap_or(i);
+                let j = (i..=j)
+                    .rev()
+                    .find(|&k| text.is_char_boundary(k))
+                    .unwrap_or(i);
                 match op {
                     0 => text.replace_range(i..j, ""),
                     1 => {
@@ -87,7 +182,10 @@ fn mutated_fixture() -> impl Strategy<Value = String> {
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96)
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(96)
 }
 
 proptest! {
@@ -113,19 +211,20 @@ proptest! {
 #[test]
 fn pathological_shapes() {
     let cases = [
-        "a".repeat(20_000),                           // one long line
-        "{".repeat(5_000),                            // deep nesting
+        "a".repeat(20_000),                                // one long line
+        "{".repeat(5_000),                                 // deep nesting
         format!("class A {{{}}}", "int x; ".repeat(3000)), // huge class of fields
         format!("fn f() {{ {} }}", "g();\n".repeat(3000)), // huge function
-        "\n".repeat(10_000),                          // only newlines
-        "é".repeat(5_000),                            // multibyte, no whitespace
-        "# h\n".repeat(2_000),                        // only headings
-        format!("```\n{}", "code\n".repeat(2000)),    // unclosed fence
-        "/*".repeat(3000),                            // unclosed comments
-        "---\ntitle: x\n".to_owned(),                 // unclosed front matter
+        "\n".repeat(10_000),                               // only newlines
+        "é".repeat(5_000),                                 // multibyte, no whitespace
+        "# h\n".repeat(2_000),                             // only headings
+        format!("```\n{}", "code\n".repeat(2000)),         // unclosed fence
+        "/*".repeat(3000),                                 // unclosed comments
+        "---\ntitle: x\n".to_owned(),                      // unclosed front matter
     ];
     for text in cases {
-        check_all(&text).unwrap_or_else(|e| panic!("{}", &e.to_string()[..e.to_string().len().min(500)]));
+        check_all(&text)
+            .unwrap_or_else(|e| panic!("{}", &e.to_string()[..e.to_string().len().min(500)]));
     }
 }
 
@@ -133,7 +232,13 @@ fn pathological_shapes() {
 fn characters_grammars_skip_as_whitespace_stay_in_chunks() {
     // Found by `hostile_syntax`: the JavaScript grammars skip U+FEFF as
     // whitespace; Rust does not, so it must lie in a chunk.
-    for text in ["*]fn \t;}}]漢字\n\n\u{a0}", "let a = 1;\n\u{feff}", "\u{feff}let a = 1;", "f()\u{200b}\n", "\u{2060}class A {}\u{2060}"] {
+    for text in [
+        "*]fn \t;}}]漢字\n\n\u{a0}",
+        "let a = 1;\n\u{feff}",
+        "\u{feff}let a = 1;",
+        "f()\u{200b}\n",
+        "\u{2060}class A {}\u{2060}",
+    ] {
         check_all(text).unwrap();
     }
 }

@@ -19,7 +19,9 @@ struct Stats {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
@@ -42,8 +44,14 @@ fn check_tree(chunker: &Chunker, root: &Path) -> Stats {
     let mut stats = Stats::default();
     let mut failures = Vec::new();
     for path in files {
-        let uri = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
-        let Ok(bytes) = std::fs::read(&path) else { continue };
+        let uri = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
         let doc = match chunker.chunk_bytes("real", &uri, &bytes) {
             Ok(doc) => doc,
             Err(ChunkError::Binary { .. } | ChunkError::NotUtf8 { .. }) => {
@@ -65,11 +73,21 @@ fn check_tree(chunker: &Chunker, root: &Path) -> Stats {
         stats.bytes += bytes.len();
         stats.chunks += doc.chunks.len();
         if is_code {
-            let largest = doc.chunks.iter().map(|c| c.content.chars().count()).max().unwrap_or(0);
+            let largest = doc
+                .chunks
+                .iter()
+                .map(|c| c.content.chars().count())
+                .max()
+                .unwrap_or(0);
             stats.max_chunk_chars = stats.max_chunk_chars.max(largest);
         }
     }
-    assert!(failures.is_empty(), "{} files break the invariants, e.g.:\n{}", failures.len(), failures[..failures.len().min(20)].join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} files break the invariants, e.g.:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
     stats
 }
 
@@ -91,7 +109,10 @@ fn invariants_hold_on_real_corpora() {
     let chunker = Chunker::new(ChunkingConfig::default()).unwrap();
     for dir in dirs.split(':').filter(|d| !d.is_empty()) {
         let root = Path::new(dir);
-        assert!(root.is_dir(), "WEFT_REAL_CORPUS_DIRS names {dir}, which is not a directory");
+        assert!(
+            root.is_dir(),
+            "WEFT_REAL_CORPUS_DIRS names {dir}, which is not a directory"
+        );
         let stats = check_tree(&chunker, root);
         eprintln!("{dir}: {stats:?}");
         assert!(stats.files > 0, "{dir} has no files");
@@ -100,6 +121,9 @@ fn invariants_hold_on_real_corpora() {
         // grammar (0.23) misses a few constructs — newline-separated overload
         // call signatures (13 of effect's 572 files), variance annotations and
         // `export default function (): {…}` in .d.ts (63 of zod's 840).
-        assert!(stats.fallbacks * 10 <= stats.files, "{dir}: too many fallbacks: {stats:?}");
+        assert!(
+            stats.fallbacks * 10 <= stats.files,
+            "{dir}: too many fallbacks: {stats:?}"
+        );
     }
 }

@@ -92,11 +92,14 @@ pub fn load_with_env(
         Some(path) => format!("{} (with WEFT__ environment variables)", path.display()),
         None => "configuration (defaults and WEFT__ environment variables)".to_owned(),
     };
-    let env: config::Map<String, String> =
-        env.into_iter().filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}__"))).collect();
+    let env: config::Map<String, String> = env
+        .into_iter()
+        .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}__")))
+        .collect();
     let mut builder = config::Config::builder();
     if let Some(path) = &file {
-        builder = builder.add_source(config::File::from(path.as_path()).format(config::FileFormat::Toml));
+        builder =
+            builder.add_source(config::File::from(path.as_path()).format(config::FileFormat::Toml));
     }
     builder = builder.add_source(
         config::Environment::with_prefix(ENV_PREFIX)
@@ -107,9 +110,22 @@ pub fn load_with_env(
             .with_list_parse_key("chunking.api_reference_paths")
             .source(Some(env)),
     );
-    let malformed = |e: config::ConfigError| ConfigError::Malformed { source_name: source_name.clone(), message: e.to_string() };
-    let config: WeftConfig = builder.build().map_err(malformed)?.try_deserialize().map_err(malformed)?;
-    config.chunking.validate().map_err(|setting| ConfigError::Invalid { source_name: source_name.clone(), setting })?;
+    let malformed = |e: config::ConfigError| ConfigError::Malformed {
+        source_name: source_name.clone(),
+        message: e.to_string(),
+    };
+    let config: WeftConfig = builder
+        .build()
+        .map_err(malformed)?
+        .try_deserialize()
+        .map_err(malformed)?;
+    config
+        .chunking
+        .validate()
+        .map_err(|setting| ConfigError::Invalid {
+            source_name: source_name.clone(),
+            setting,
+        })?;
     Ok(Loaded { config, file })
 }
 
@@ -138,50 +154,79 @@ mod tests {
     #[test]
     fn file_then_env_override_defaults() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(&dir, "[chunking.code]\nmax_chars = 2000\nmin_chars = 100\n[chunking]\napi_reference_paths = [\"doc/api/**\"]\n");
+        let path = write(
+            &dir,
+            "[chunking.code]\nmax_chars = 2000\nmin_chars = 100\n[chunking]\napi_reference_paths = [\"doc/api/**\"]\n",
+        );
         let env = vec![
-            ("WEFT__CHUNKING__CODE__MAX_CHARS".to_owned(), "3000".to_owned()),
-            ("WEFT__CHUNKING__LINES__WINDOW_LINES".to_owned(), "80".to_owned()),
+            (
+                "WEFT__CHUNKING__CODE__MAX_CHARS".to_owned(),
+                "3000".to_owned(),
+            ),
+            (
+                "WEFT__CHUNKING__LINES__WINDOW_LINES".to_owned(),
+                "80".to_owned(),
+            ),
             ("UNRELATED".to_owned(), "x".to_owned()),
         ];
         let config = load_with_env(Some(&path), env).unwrap().config;
         assert_eq!(config.chunking.code.max_chars, 3000);
         assert_eq!(config.chunking.code.min_chars, 100);
         assert_eq!(config.chunking.lines.window_lines, 80);
-        assert_eq!(config.chunking.api_reference_paths, vec!["doc/api/**".to_owned()]);
+        assert_eq!(
+            config.chunking.api_reference_paths,
+            vec!["doc/api/**".to_owned()]
+        );
     }
 
     #[test]
     fn env_lists_are_comma_separated() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(&dir, "");
-        let env = vec![("WEFT__CHUNKING__API_REFERENCE_PATHS".to_owned(), "a/**,b/**".to_owned())];
+        let env = vec![(
+            "WEFT__CHUNKING__API_REFERENCE_PATHS".to_owned(),
+            "a/**,b/**".to_owned(),
+        )];
         let config = load_with_env(Some(&path), env).unwrap().config;
-        assert_eq!(config.chunking.api_reference_paths, vec!["a/**".to_owned(), "b/**".to_owned()]);
+        assert_eq!(
+            config.chunking.api_reference_paths,
+            vec!["a/**".to_owned(), "b/**".to_owned()]
+        );
     }
 
     #[test]
     fn malformed_values_name_the_file_and_key() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(&dir, "[chunking.code]\nmax_chars = \"big\"\n");
-        let err = load_with_env(Some(&path), no_env()).unwrap_err().to_string();
+        let err = load_with_env(Some(&path), no_env())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("weft.toml"), "{err}");
         assert!(err.contains("max_chars"), "{err}");
 
         let path = write(&dir, "[chunking.code]\nmax_char = 10\n");
-        let err = load_with_env(Some(&path), no_env()).unwrap_err().to_string();
+        let err = load_with_env(Some(&path), no_env())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("max_char"), "{err}");
 
         let path = write(&dir, "[chunking\n");
-        let err = load_with_env(Some(&path), no_env()).unwrap_err().to_string();
+        let err = load_with_env(Some(&path), no_env())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("weft.toml"), "{err}");
     }
 
     #[test]
     fn invalid_settings_name_the_key() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(&dir, "[chunking.text]\ntarget_chars = 100\noverlap_chars = 100\n");
-        let err = load_with_env(Some(&path), no_env()).unwrap_err().to_string();
+        let path = write(
+            &dir,
+            "[chunking.text]\ntarget_chars = 100\noverlap_chars = 100\n",
+        );
+        let err = load_with_env(Some(&path), no_env())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("chunking.text.overlap_chars"), "{err}");
     }
 

@@ -201,7 +201,10 @@ mod tests {
     fn neighbour_ids_stay_inside_the_document() {
         let c = chunk(1, 3);
         let doc = &c.document_id;
-        assert_eq!(c.neighbour_ids(3), vec![ChunkId::new(doc, 0), ChunkId::new(doc, 2)]);
+        assert_eq!(
+            c.neighbour_ids(3),
+            vec![ChunkId::new(doc, 0), ChunkId::new(doc, 2)]
+        );
         assert!(chunk(0, 1).neighbour_ids(2).is_empty());
     }
 
@@ -209,9 +212,25 @@ mod tests {
     fn json_uses_the_snake_case_names_of_design_section_3() {
         let value = serde_json::to_value(chunk(0, 1)).unwrap();
         for field in [
-            "document_id", "chunk_index", "total_chunks", "project", "uri", "title", "section",
-            "content_type", "language", "node_type", "node_name", "start_line", "end_line",
-            "start_byte", "end_byte", "content", "content_hash", "is_index_doc", "embedding_format",
+            "document_id",
+            "chunk_index",
+            "total_chunks",
+            "project",
+            "uri",
+            "title",
+            "section",
+            "content_type",
+            "language",
+            "node_type",
+            "node_name",
+            "start_line",
+            "end_line",
+            "start_byte",
+            "end_byte",
+            "content",
+            "content_hash",
+            "is_index_doc",
+            "embedding_format",
         ] {
             assert!(value.get(field).is_some(), "missing {field}");
         }
@@ -232,7 +251,11 @@ mod tests {
 
     #[test]
     fn content_type_round_trips_through_its_name() {
-        for t in [ContentType::Prose, ContentType::Code, ContentType::ApiReference] {
+        for t in [
+            ContentType::Prose,
+            ContentType::Code,
+            ContentType::ApiReference,
+        ] {
             assert_eq!(t.as_str().parse::<ContentType>(), Ok(t));
         }
         assert!("docs".parse::<ContentType>().is_err());

@@ -144,7 +144,10 @@ mod tests {
 
     #[test]
     fn urls_are_canonicalised() {
-        assert_eq!(canonical_uri("HTTPS://Docs.Example.com/a/B#frag"), "https://docs.example.com/a/B");
+        assert_eq!(
+            canonical_uri("HTTPS://Docs.Example.com/a/B#frag"),
+            "https://docs.example.com/a/B"
+        );
         assert_eq!(canonical_uri("https://example.com"), "https://example.com/");
     }
 

@@ -36,14 +36,23 @@ pub fn check(text: &str, chunks: &[Chunk]) -> Result<(), Violation> {
             return fail(i, format!("chunk_index is {}", c.chunk_index));
         }
         if c.total_chunks as usize != chunks.len() {
-            return fail(i, format!("total_chunks is {}, not {}", c.total_chunks, chunks.len()));
+            return fail(
+                i,
+                format!("total_chunks is {}, not {}", c.total_chunks, chunks.len()),
+            );
         }
         if c.document_id != chunks[0].document_id {
             return fail(i, "document_id differs from chunk 0".into());
         }
         let (start, end) = (c.start_byte as usize, c.end_byte as usize);
         if start >= end || end > text.len() {
-            return fail(i, format!("byte range {start}..{end} is empty or past the text ({})", text.len()));
+            return fail(
+                i,
+                format!(
+                    "byte range {start}..{end} is empty or past the text ({})",
+                    text.len()
+                ),
+            );
         }
         let Some(slice) = text.get(start..end) else {
             return fail(i, format!("byte range {start}..{end} splits a character"));
@@ -55,21 +64,43 @@ pub fn check(text: &str, chunks: &[Chunk]) -> Result<(), Violation> {
             return fail(i, "content_hash is not the hash of content".into());
         }
         let overlap = c.overlap_bytes as usize;
-        if let Some(p) = prev {
-            if start < p.start_byte as usize || end <= p.end_byte as usize {
-                return fail(i, format!("byte range {start}..{end} goes backwards from {}..{}", p.start_byte, p.end_byte));
-            }
+        if let Some(p) = prev
+            && (start < p.start_byte as usize || end <= p.end_byte as usize)
+        {
+            return fail(
+                i,
+                format!(
+                    "byte range {start}..{end} goes backwards from {}..{}",
+                    p.start_byte, p.end_byte
+                ),
+            );
         }
         if overlap > 0 {
             if prev.is_none() || start + overlap != covered_to {
-                return fail(i, format!("overlap_bytes {overlap} does not reach back exactly to the previous end {covered_to}"));
+                return fail(
+                    i,
+                    format!(
+                        "overlap_bytes {overlap} does not reach back exactly to the previous end {covered_to}"
+                    ),
+                );
             }
         } else {
             if start < covered_to {
-                return fail(i, format!("starts at {start} inside the previous chunk (ends {covered_to}) without recorded overlap"));
+                return fail(
+                    i,
+                    format!(
+                        "starts at {start} inside the previous chunk (ends {covered_to}) without recorded overlap"
+                    ),
+                );
             }
             if let Some(gap) = text[covered_to..start].find(|ch: char| !ch.is_whitespace()) {
-                return fail(i, format!("non-whitespace text at byte {} lies in no chunk", covered_to + gap));
+                return fail(
+                    i,
+                    format!(
+                        "non-whitespace text at byte {} lies in no chunk",
+                        covered_to + gap
+                    ),
+                );
             }
         }
         // Lines: count forward from the last known position (linear overall).
@@ -80,17 +111,29 @@ pub fn check(text: &str, chunks: &[Chunk]) -> Result<(), Violation> {
         line += count_newlines(&text.as_bytes()[line_pos..start]);
         line_pos = start;
         if c.start_line != line {
-            return fail(i, format!("start_line is {}, the text says {line}", c.start_line));
+            return fail(
+                i,
+                format!("start_line is {}, the text says {line}", c.start_line),
+            );
         }
         let end_line = line + count_newlines(&text.as_bytes()[start..end - 1]);
         if c.end_line != end_line {
-            return fail(i, format!("end_line is {}, the text says {end_line}", c.end_line));
+            return fail(
+                i,
+                format!("end_line is {}, the text says {end_line}", c.end_line),
+            );
         }
         covered_to = end;
         prev = Some(c);
     }
     if let Some(rest) = text[covered_to..].find(|ch: char| !ch.is_whitespace()) {
-        return fail(chunks.len(), format!("non-whitespace text at byte {} after the last chunk", covered_to + rest));
+        return fail(
+            chunks.len(),
+            format!(
+                "non-whitespace text at byte {} after the last chunk",
+                covered_to + rest
+            ),
+        );
     }
     Ok(())
 }
@@ -142,7 +185,13 @@ mod tests {
 
     #[test]
     fn a_whitespace_separated_tiling_passes() {
-        assert_eq!(check(TEXT, &make(TEXT, &[(0, 5), (7, 23)].map(|(s, e)| (s, e, 0)))), Ok(()));
+        assert_eq!(
+            check(
+                TEXT,
+                &make(TEXT, &[(0, 5), (7, 23)].map(|(s, e)| (s, e, 0)))
+            ),
+            Ok(())
+        );
     }
 
     #[test]
@@ -163,7 +212,12 @@ mod tests {
     fn wrong_lines_and_content_fail() {
         let mut chunks = make(TEXT, &[(0, 5, 0), (7, 23, 0)]);
         chunks[1].start_line = 2;
-        assert!(check(TEXT, &chunks).unwrap_err().problem.contains("start_line"));
+        assert!(
+            check(TEXT, &chunks)
+                .unwrap_err()
+                .problem
+                .contains("start_line")
+        );
         let mut chunks = make(TEXT, &[(0, 5, 0), (7, 23, 0)]);
         chunks[0].content.push('!');
         assert!(check(TEXT, &chunks).is_err());

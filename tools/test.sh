@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The test command: formatting, lints, and every test of the workspace,
+# including the chunker's invariants over real code fetched from the
+# package registries. Installs nothing but what it fetches into caches.
+#
+#   tools/test.sh            (CI runs it through .ci/run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '\n== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "fetch real corpora"
+if dirs=$(tools/fetch-real-corpora.sh | tail -n 1); then
+  export WEFT_REAL_CORPUS_DIRS="$dirs"
+else
+  echo "could not fetch the real corpora; the registries must be reachable" >&2
+  exit 1
+fi
+
+step "cargo test"
+cargo test --workspace
