@@ -7,19 +7,6 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use weft_chunking::{Chunker, ChunkingConfig};
 
-const FIXTURES: &[&str] = &[
-    "RateLimiter.java",
-    "store.ts",
-    "Button.tsx",
-    "queue.js",
-    "graph.py",
-    "ring.rs",
-    "server.go",
-    "guide.md",
-    "page.html",
-    "notes.txt",
-];
-
 fn chunking(c: &mut Criterion) {
     let chunker = Chunker::new(ChunkingConfig::default()).expect("default config is valid");
     let dir = concat!(
@@ -27,12 +14,20 @@ fn chunking(c: &mut Criterion) {
         "/../crates/chunking/tests/fixtures"
     );
     let mut group = c.benchmark_group("chunk");
-    for name in FIXTURES {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for name in &names {
         let Ok(text) = std::fs::read_to_string(format!("{dir}/{name}")) else {
             continue;
         };
         group.throughput(Throughput::Bytes(text.len() as u64));
-        group.bench_function(*name, |b| {
+        group.bench_function(name.as_str(), |b| {
             b.iter(|| chunker.chunk_text("bench", name, black_box(&text)))
         });
     }

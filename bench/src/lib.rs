@@ -7,6 +7,8 @@
 //!   tree-sitter parse-only on the same files.
 //! - `cargo bench -p weft-bench`: criterion micro-benchmarks over the fixtures.
 
+#![warn(missing_docs)]
+
 use std::path::{Path, PathBuf};
 
 /// A file read into memory for a benchmark.

@@ -27,6 +27,8 @@
 //! weft_core::invariants::check(source, &doc.chunks).unwrap();
 //! ```
 
+#![warn(missing_docs)]
+
 mod code;
 mod config;
 mod detect;

@@ -89,53 +89,50 @@ pub(crate) fn chunk(
     let mut section_start = body_start;
     let mut section_label = doc_title.clone();
     let mut pending_start: Option<usize> = None;
-    for (i, heading) in outline.headings.iter().enumerate() {
-        let end = trim_end(text, section_start, heading.start);
+    let section_ends = outline
+        .headings
+        .iter()
+        .map(|h| h.start)
+        .chain(std::iter::once(text.len()));
+    for (i, next_start) in section_ends.enumerate() {
+        let end = trim_end(text, section_start, next_start);
         let begins = pending_start.take().unwrap_or(section_start);
-        if skip_ws(text, section_start, end) < end {
+        let content_start = skip_ws(text, section_start, end);
+        if content_start < end {
             let heading_only = i > 0
-                && text[section_start..end]
+                && i < outline.headings.len()
+                && outline.headings[i - 1].start == content_start
+                && text[content_start..end]
                     .lines()
                     .filter(|l| !l.trim().is_empty())
                     .count()
-                    <= 1
-                && outline.headings[i - 1].start == skip_ws(text, section_start, end);
+                    <= 1;
             if heading_only {
                 pending_start = Some(begins);
             } else {
+                let range = (skip_ws(text, begins, end), end);
                 section(
                     text,
                     measure,
                     config,
                     &outline,
-                    (skip_ws(text, begins, end), end),
+                    range,
                     &section_label,
                     &mut pieces,
                 );
             }
         }
-        while crumbs
-            .last()
-            .is_some_and(|(level, _)| *level >= heading.level)
-        {
-            crumbs.pop();
+        if let Some(heading) = outline.headings.get(i) {
+            while crumbs
+                .last()
+                .is_some_and(|(level, _)| *level >= heading.level)
+            {
+                crumbs.pop();
+            }
+            crumbs.push((heading.level, heading.text.clone()));
+            section_label = breadcrumb(&crumbs);
+            section_start = heading.start;
         }
-        crumbs.push((heading.level, heading.text.clone()));
-        section_label = breadcrumb(&crumbs);
-        section_start = heading.start;
-    }
-    let begins = pending_start.unwrap_or(section_start);
-    let end = trim_end(text, section_start, text.len());
-    if skip_ws(text, begins, end) < end {
-        section(
-            text,
-            measure,
-            config,
-            &outline,
-            (skip_ws(text, begins, end), end),
-            &section_label,
-            &mut pieces,
-        );
     }
     MarkdownOutcome { pieces, title }
 }

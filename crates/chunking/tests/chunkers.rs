@@ -4,6 +4,9 @@
 use weft_chunking::{ChunkError, ChunkedDocument, Chunker, ChunkingConfig, Strategy};
 use weft_core::{Chunk, ContentType};
 
+mod common;
+use common::{FIXTURES, fixture};
+
 fn small() -> Chunker {
     let mut config = ChunkingConfig::default();
     config.code.max_chars = 600;
@@ -12,11 +15,6 @@ fn small() -> Chunker {
     config.text.target_chars = 250;
     config.text.overlap_chars = 60;
     Chunker::new(config).unwrap()
-}
-
-fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// Chunks a fixture and checks the invariants before anything else.
@@ -42,20 +40,8 @@ fn by_section<'a>(doc: &'a ChunkedDocument, section: &str) -> &'a Chunk {
 
 #[test]
 fn every_fixture_keeps_the_invariants_at_both_sizes() {
-    let names = [
-        "RateLimiter.java",
-        "store.ts",
-        "Button.tsx",
-        "queue.js",
-        "graph.py",
-        "ring.rs",
-        "server.go",
-        "guide.md",
-        "page.html",
-        "notes.txt",
-    ];
     for chunker in [small(), Chunker::new(ChunkingConfig::default()).unwrap()] {
-        for name in names {
+        for name in FIXTURES {
             let (_, doc) = chunk(&chunker, name);
             assert!(!doc.chunks.is_empty(), "{name}");
             assert!(doc.warnings.is_empty(), "{name}: {:?}", doc.warnings);

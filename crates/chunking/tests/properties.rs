@@ -4,6 +4,9 @@
 use proptest::prelude::*;
 use weft_chunking::{Chunker, ChunkingConfig};
 
+mod common;
+use common::{FIXTURES, fixture};
+
 /// One file name per chunker (and per tree-sitter grammar).
 const NAMES: &[&str] = &[
     "A.java",
@@ -19,19 +22,6 @@ const NAMES: &[&str] = &[
     "a.weird",
     "README.md",
     "a.d.ts",
-];
-
-const FIXTURES: &[&str] = &[
-    "RateLimiter.java",
-    "store.ts",
-    "Button.tsx",
-    "queue.js",
-    "graph.py",
-    "ring.rs",
-    "server.go",
-    "guide.md",
-    "page.html",
-    "notes.txt",
 ];
 
 fn chunkers() -> Vec<Chunker> {
@@ -149,8 +139,7 @@ fn mutated_fixture() -> impl Strategy<Value = String> {
         ),
     )
         .prop_map(|(name, edits)| {
-            let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-            let mut text = std::fs::read_to_string(path).unwrap_or_default();
+            let mut text = fixture(name);
             for (a, b, op, insert) in edits {
                 if text.is_empty() {
                     break;

@@ -20,6 +20,8 @@
 //! api_reference_paths = ["docs/api/**"]
 //! ```
 
+#![warn(missing_docs)]
+
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};

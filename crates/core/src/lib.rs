@@ -18,6 +18,8 @@
 //! assert_ne!(third, ChunkId::new(&doc, 3));
 //! ```
 
+#![warn(missing_docs)]
+
 mod chunk;
 mod ids;
 pub mod invariants;

@@ -13,6 +13,8 @@
 //! assert_eq!(back, chunk);
 //! ```
 
+#![warn(missing_docs)]
+
 use weft_core::{Chunk, ContentType, DocumentId};
 
 /// Generated messages of package `weft.v1`.
