@@ -23,6 +23,7 @@
 mod chunk;
 mod ids;
 pub mod invariants;
+pub mod retrieval;
 
 pub use chunk::{Chunk, ContentType, EMBEDDING_FORMAT, ParseContentTypeError, content_hash};
 pub use ids::{ChunkId, DocumentId, canonical_uri};

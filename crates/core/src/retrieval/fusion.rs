@@ -1,0 +1,185 @@
+//! Weighted reciprocal-rank fusion.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Chunk, ChunkId};
+
+/// A chunk as one retriever returned it, best first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoredChunk {
+    /// The chunk.
+    pub chunk: Chunk,
+    /// The retriever's own score (cosine similarity, BM25…).
+    pub score: f32,
+}
+
+/// Where a chunk stood in one retriever's list, for `explain`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Component {
+    /// 1-based rank.
+    pub rank: u32,
+    /// The retriever's score.
+    pub score: f32,
+}
+
+/// A chunk after fusion, with everything `explain` shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusedHit {
+    /// The chunk.
+    pub chunk: Chunk,
+    /// Its score: fused, then multiplied by `boost`.
+    pub score: f64,
+    /// Its place among the vector hits, if it was one.
+    pub vector: Option<Component>,
+    /// Its place among the text hits, if it was one.
+    pub text: Option<Component>,
+    /// The product of the boosts applied (1.0 for none).
+    pub boost: f64,
+}
+
+/// Weights of weighted RRF: `score = Σ weight / (k + rank)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FusionConfig {
+    /// Weight of the vector ranking.
+    pub vector_weight: f64,
+    /// Weight of the text ranking.
+    pub text_weight: f64,
+    /// The RRF constant.
+    pub k: f64,
+}
+
+impl Default for FusionConfig {
+    fn default() -> Self {
+        FusionConfig {
+            vector_weight: 0.6,
+            text_weight: 0.4,
+            k: 60.0,
+        }
+    }
+}
+
+/// Fuses two rankings (each best first) into one, best first.
+///
+/// A chunk in both lists gets both contributions. Ties are broken by chunk
+/// id, so the order is deterministic. Either list may be empty (vector-only
+/// or text-only mode).
+pub fn fuse(
+    vector: Vec<ScoredChunk>,
+    text: Vec<ScoredChunk>,
+    config: &FusionConfig,
+) -> Vec<FusedHit> {
+    let mut by_id: HashMap<ChunkId, FusedHit> = HashMap::new();
+    for (list, weight, is_vector) in [
+        (vector, config.vector_weight, true),
+        (text, config.text_weight, false),
+    ] {
+        for (i, hit) in list.into_iter().enumerate() {
+            let rank = i as u32 + 1;
+            let component = Component {
+                rank,
+                score: hit.score,
+            };
+            let contribution = weight / (config.k + f64::from(rank));
+            let entry = by_id.entry(hit.chunk.id()).or_insert_with(|| FusedHit {
+                chunk: hit.chunk,
+                score: 0.0,
+                vector: None,
+                text: None,
+                boost: 1.0,
+            });
+            let slot = if is_vector {
+                &mut entry.vector
+            } else {
+                &mut entry.text
+            };
+            // A retriever that lists a chunk twice keeps its best rank.
+            if slot.is_none() {
+                *slot = Some(component);
+                entry.score += contribution;
+            }
+        }
+    }
+    let mut hits: Vec<FusedHit> = by_id.into_values().collect();
+    sort_hits(&mut hits);
+    hits
+}
+
+/// Best score first; ties by chunk id.
+pub(crate) fn sort_hits(hits: &mut [FusedHit]) {
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.chunk.id().cmp(&b.chunk.id()))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieval::example_chunks;
+
+    fn scored(chunks: &[Chunk], indices: &[usize]) -> Vec<ScoredChunk> {
+        indices
+            .iter()
+            .map(|&i| ScoredChunk {
+                chunk: chunks[i].clone(),
+                score: 1.0 / (i as f32 + 1.0),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn weighted_rrf_adds_both_contributions() {
+        let c = example_chunks();
+        let hits = fuse(
+            scored(&c, &[0, 1]),
+            scored(&c, &[1, 2]),
+            &FusionConfig::default(),
+        );
+        let score = |i: u32| {
+            hits.iter()
+                .find(|h| h.chunk.chunk_index == i)
+                .map(|h| h.score)
+                .unwrap_or_default()
+        };
+        assert!((score(1) - (0.6 / 62.0 + 0.4 / 61.0)).abs() < 1e-12);
+        assert!((score(0) - 0.6 / 61.0).abs() < 1e-12);
+        assert!((score(2) - 0.4 / 62.0).abs() < 1e-12);
+        assert_eq!(hits[0].chunk.chunk_index, 1, "in both lists, it wins");
+        assert_eq!(
+            hits[0].vector,
+            Some(Component {
+                rank: 2,
+                score: 0.5
+            })
+        );
+        assert_eq!(hits[0].text.map(|t| t.rank), Some(1));
+    }
+
+    #[test]
+    fn vector_outweighs_text_at_equal_rank() {
+        let c = example_chunks();
+        let hits = fuse(scored(&c, &[3]), scored(&c, &[4]), &FusionConfig::default());
+        assert_eq!(hits[0].chunk.chunk_index, 3);
+        assert!(hits[1].vector.is_none() && hits[1].text.is_some());
+    }
+
+    #[test]
+    fn one_list_alone_keeps_its_order() {
+        let c = example_chunks();
+        let hits = fuse(Vec::new(), scored(&c, &[4, 2, 0]), &FusionConfig::default());
+        let order: Vec<u32> = hits.iter().map(|h| h.chunk.chunk_index).collect();
+        assert_eq!(order, vec![4, 2, 0]);
+    }
+
+    #[test]
+    fn duplicates_in_one_list_count_once() {
+        let c = example_chunks();
+        let hits = fuse(scored(&c, &[1, 1]), Vec::new(), &FusionConfig::default());
+        assert_eq!(hits.len(), 1);
+        assert!((hits[0].score - 0.6 / 61.0).abs() < 1e-12);
+    }
+}

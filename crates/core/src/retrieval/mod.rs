@@ -1,0 +1,81 @@
+//! Retrieval logic over plain chunks, with no I/O: the steps of DESIGN §5
+//! between the stores' answers and the response.
+//!
+//! 1. [`fuse`]: weighted reciprocal-rank fusion of vector and text hits;
+//! 2. [`apply_boosts`]: index documents and query keywords found in the path;
+//! 3. [`plan_neighbours`]: which neighbours to fetch, by computed id, in one call;
+//! 4. [`assemble`]: documents → contiguous spans → chunks, matched or context.
+//!
+//! ```
+//! use weft_core::retrieval::{self, RetrievalConfig, ScoredChunk};
+//! # let chunks = weft_core::retrieval::example_chunks();
+//! let config = RetrievalConfig::default();
+//! let vector = vec![ScoredChunk { chunk: chunks[2].clone(), score: 0.9 }];
+//! let text = vec![ScoredChunk { chunk: chunks[2].clone(), score: 7.5 }];
+//! let mut hits = retrieval::fuse(vector, text, &config.fusion);
+//! retrieval::apply_boosts(&mut hits, "parse config", &config.boosts);
+//! let plan = retrieval::plan_neighbours(&hits, &config.adjacency);
+//! // One batched fetch of `plan.ids()` from the store, then:
+//! let fetched: Vec<_> = chunks.iter().filter(|c| plan.ids().contains(&c.id())).cloned().collect();
+//! let results = retrieval::assemble(hits, &plan, fetched);
+//! assert_eq!(results[0].spans.len(), 1);
+//! ```
+
+mod adjacency;
+mod boosts;
+mod fusion;
+mod spans;
+
+pub use adjacency::{AdjacencyConfig, NeighbourPlan, PlannedNeighbour, plan_neighbours};
+pub use boosts::{BoostConfig, apply_boosts, query_keywords};
+pub use fusion::{Component, FusedHit, FusionConfig, ScoredChunk, fuse};
+pub use spans::{DocumentResult, ResultChunk, Span, assemble};
+
+use serde::{Deserialize, Serialize};
+
+/// All retrieval settings, with the defaults of DESIGN §5.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetrievalConfig {
+    /// Weighted RRF.
+    pub fusion: FusionConfig,
+    /// Score boosts after fusion.
+    pub boosts: BoostConfig,
+    /// Neighbour expansion.
+    pub adjacency: AdjacencyConfig,
+}
+
+#[doc(hidden)]
+/// Five chunks of one code document, for examples.
+pub fn example_chunks() -> Vec<crate::Chunk> {
+    use crate::{Chunk, ContentType, DocumentId, EMBEDDING_FORMAT, content_hash};
+    let doc = DocumentId::new("p", "src/config/parse.rs");
+    (0..5u32)
+        .map(|i| {
+            let content = format!("fn part{i}() {{}}");
+            Chunk {
+                document_id: doc.clone(),
+                chunk_index: i,
+                total_chunks: 5,
+                project: "p".into(),
+                uri: "src/config/parse.rs".into(),
+                title: "parse.rs".into(),
+                section: format!("part{i}"),
+                content_type: ContentType::Code,
+                language: "rust".into(),
+                node_type: "function_item".into(),
+                node_name: Some(format!("part{i}")),
+                start_line: i * 10 + 1,
+                end_line: i * 10 + 9,
+                start_byte: u64::from(i) * 100,
+                end_byte: u64::from(i) * 100 + content.len() as u64,
+                content_hash: content_hash(&content),
+                content,
+                is_index_doc: false,
+                embedding_format: EMBEDDING_FORMAT.into(),
+                overlap_bytes: 0,
+                outline: None,
+            }
+        })
+        .collect()
+}
