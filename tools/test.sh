@@ -22,5 +22,15 @@ else
   exit 1
 fi
 
+step "fetch the embedding model and the reference venv"
+export WEFT_MODEL_DIR=${WEFT_MODEL_DIR:-$HOME/.cache/weft/models/all-MiniLM-L6-v2}
+tools/fetch-model.sh "$WEFT_MODEL_DIR" >/dev/null
+venv=$HOME/.cache/weft/reference-venv
+if ! "$venv/bin/python" -c 'import numpy, safetensors, tokenizers' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check numpy safetensors tokenizers
+fi
+export WEFT_REFERENCE_PYTHON="$venv/bin/python"
+
 step "cargo test"
 cargo test --workspace

@@ -1,0 +1,138 @@
+//! The local embedder with the real all-MiniLM-L6-v2 weights.
+//!
+//! The model directory is `WEFT_MODEL_DIR`, else `tools/fetch-model.sh`'s
+//! default; `tools/test.sh` fetches it. `WEFT_REFERENCE_PYTHON` is a Python
+//! with numpy, safetensors and tokenizers for the reference forward pass
+//! (`tools/test.sh` sets it up); without it, `python3` is tried.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use weft_embed_candle::{DEFAULT_MAX_TOKENS, LoadError, LocalEmbedder};
+
+fn model_dir() -> PathBuf {
+    std::env::var_os("WEFT_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            home.join(".cache/weft/models/all-MiniLM-L6-v2")
+        })
+}
+
+fn embedder() -> &'static LocalEmbedder {
+    static MODEL: OnceLock<LocalEmbedder> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        LocalEmbedder::load(&model_dir(), DEFAULT_MAX_TOKENS).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+const TEXTS: &[&str] = &[
+    "How do I parse a configuration file?",
+    "Reads settings from weft.toml and environment variables, validating every key.",
+    "The cat sat on the mat.",
+    "fn main() { println!(\"hello\"); }",
+];
+
+#[test]
+fn matches_an_independent_reference_forward_pass() {
+    let python = std::env::var("WEFT_REFERENCE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../tools/reference_embed.py"
+    );
+    let out = Command::new(&python)
+        .arg(script)
+        .arg(model_dir())
+        .arg(DEFAULT_MAX_TOKENS.to_string())
+        .args(TEXTS)
+        .output()
+        .unwrap_or_else(|e| panic!("{python}: {e}"));
+    assert!(
+        out.status.success(),
+        "reference failed (see tools/test.sh for its venv): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected: Vec<Vec<f64>> =
+        serde_json::from_slice(&out.stdout).expect("reference prints JSON");
+    let got = embedder().embed(TEXTS).unwrap();
+    assert_eq!(got.len(), expected.len());
+    for (g, e) in got.iter().zip(&expected) {
+        assert_eq!(g.len(), 384);
+        let max_diff = g
+            .iter()
+            .zip(e)
+            .map(|(a, b)| (f64::from(*a) - b).abs())
+            .fold(0.0, f64::max);
+        assert!(max_diff < 1e-4, "max abs difference {max_diff}");
+    }
+}
+
+#[test]
+fn vectors_are_unit_length_and_meaningful() {
+    let v = embedder().embed(TEXTS).unwrap();
+    for vector in &v {
+        let norm: f32 = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+    }
+    let related = cosine(&v[0], &v[1]);
+    let unrelated = cosine(&v[0], &v[2]);
+    assert!(
+        related > unrelated + 0.1,
+        "config question vs config code {related}, vs cat {unrelated}"
+    );
+}
+
+#[test]
+fn batch_padding_does_not_change_a_vector() {
+    let alone = embedder().embed(&[TEXTS[2]]).unwrap();
+    let padded = embedder().embed(&[TEXTS[2], TEXTS[1]]).unwrap();
+    let diff = alone[0]
+        .iter()
+        .zip(&padded[0])
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(diff < 1e-5, "padding changed the vector by {diff}");
+}
+
+#[test]
+fn long_texts_are_truncated_not_refused() {
+    let long = "the quick brown fox jumps over the lazy dog ".repeat(200);
+    let same_start = format!("{long} and then something else entirely different at the very end");
+    let v = embedder().embed(&[&long, &same_start]).unwrap();
+    assert!(
+        cosine(&v[0], &v[1]) > 0.9999,
+        "text past the truncation point is ignored"
+    );
+    assert!(embedder().embed(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn a_missing_model_names_the_fetch_command() {
+    let dir = std::env::temp_dir().join("weft-no-model-here");
+    let err = LocalEmbedder::load(&dir, DEFAULT_MAX_TOKENS).unwrap_err();
+    assert!(matches!(
+        err,
+        LoadError::Missing {
+            file: "config.json",
+            ..
+        }
+    ));
+    let message = err.to_string();
+    assert!(
+        message.contains("tools/fetch-model.sh") && message.contains("weft-no-model-here"),
+        "{message}"
+    );
+}
+
+#[test]
+fn max_tokens_beyond_the_model_is_refused() {
+    let err = LocalEmbedder::load(&model_dir(), 4096).unwrap_err();
+    assert!(err.to_string().contains("max_tokens 4096"), "{err}");
+}
