@@ -30,14 +30,24 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let model_dir = args.model_dir.or_else(|| std::env::var_os("WEFT_MODEL_DIR").map(PathBuf::from)).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/weft/models/all-MiniLM-L6-v2")
-    });
+    let model_dir = args
+        .model_dir
+        .or_else(|| std::env::var_os("WEFT_MODEL_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/weft/models/all-MiniLM-L6-v2")
+        });
     let embedder = LocalEmbedder::load(&model_dir, DEFAULT_MAX_TOKENS)?;
     let chunker = Chunker::new(ChunkingConfig::default())?;
     let mut texts = Vec::new();
     for file in read_corpus(&args.dir) {
-        texts.extend(chunker.chunk_text("bench", &file.uri, &file.text).chunks.iter().map(|c| c.embedding_text()));
+        texts.extend(
+            chunker
+                .chunk_text("bench", &file.uri, &file.text)
+                .chunks
+                .iter()
+                .map(|c| c.embedding_text()),
+        );
         if texts.len() >= args.chunks {
             break;
         }

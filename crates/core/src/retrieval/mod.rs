@@ -33,6 +33,34 @@ pub use spans::{DocumentResult, ResultChunk, Span, assemble};
 
 use serde::{Deserialize, Serialize};
 
+/// The filters a search applies, the same for vector and text search.
+/// Empty lists match everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SearchFilter {
+    /// Only these projects.
+    pub projects: Vec<String>,
+    /// Only these content types.
+    pub content_types: Vec<crate::ContentType>,
+    /// Only these languages.
+    pub languages: Vec<String>,
+    /// Only documents whose uri starts with this.
+    pub path_prefix: Option<String>,
+}
+
+impl SearchFilter {
+    /// Whether `chunk` passes the filter.
+    pub fn matches(&self, chunk: &crate::Chunk) -> bool {
+        (self.projects.is_empty() || self.projects.contains(&chunk.project))
+            && (self.content_types.is_empty() || self.content_types.contains(&chunk.content_type))
+            && (self.languages.is_empty() || self.languages.contains(&chunk.language))
+            && self
+                .path_prefix
+                .as_deref()
+                .is_none_or(|p| chunk.uri.starts_with(p))
+    }
+}
+
 /// All retrieval settings, with the defaults of DESIGN §5.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -78,4 +106,23 @@ pub fn example_chunks() -> Vec<crate::Chunk> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ContentType;
+
+    #[test]
+    fn filters_match_on_every_field_and_empty_matches_all() {
+        let chunk = &example_chunks()[0];
+        assert!(SearchFilter::default().matches(chunk));
+        let f = |f: SearchFilter| f.matches(chunk);
+        assert!(f(SearchFilter { projects: vec!["p".into(), "q".into()], ..Default::default() }));
+        assert!(!f(SearchFilter { projects: vec!["q".into()], ..Default::default() }));
+        assert!(!f(SearchFilter { content_types: vec![ContentType::Prose], ..Default::default() }));
+        assert!(f(SearchFilter { languages: vec!["rust".into()], ..Default::default() }));
+        assert!(f(SearchFilter { path_prefix: Some("src/config/".into()), ..Default::default() }));
+        assert!(!f(SearchFilter { path_prefix: Some("docs/".into()), ..Default::default() }));
+    }
 }

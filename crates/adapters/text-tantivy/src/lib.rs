@@ -1,0 +1,332 @@
+//! # weft-text-tantivy
+//!
+//! The embedded text index: chunks in a [tantivy] index in a directory,
+//! searched with BM25 over content, section and path using a code-aware
+//! tokenizer ([`CodeTokenizer`]), with the filters of
+//! [`SearchFilter`] and get-by-ids for neighbour fetches.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), weft_text_tantivy::TextIndexError> {
+//! use weft_core::retrieval::SearchFilter;
+//! use weft_text_tantivy::TantivyTextIndex;
+//! # let chunks: Vec<weft_core::Chunk> = Vec::new();
+//! let index = TantivyTextIndex::open_or_create(std::path::Path::new("data/text"))?;
+//! index.upsert(&chunks)?;
+//! index.commit()?;
+//! let hits = index.search("rate limiter refill", &SearchFilter::default(), 10)?;
+//! # Ok(()) }
+//! ```
+//!
+//! [tantivy]: https://github.com/quickwit-oss/tantivy
+
+#![warn(missing_docs)]
+
+mod tokenizer;
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
+    TextOptions, Value,
+};
+use tantivy::tokenizer::{TokenStream, Tokenizer};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use weft_core::retrieval::{ScoredChunk, SearchFilter};
+use weft_core::{Chunk, ChunkId, DocumentId};
+
+pub use tokenizer::{CODE_TOKENIZER, CodeTokenizer};
+
+/// Memory for tantivy's indexing buffer.
+const WRITER_HEAP_BYTES: usize = 64 * 1024 * 1024;
+
+/// What went wrong with the text index.
+#[derive(Debug, thiserror::Error)]
+pub enum TextIndexError {
+    /// The directory holds no readable index of this schema.
+    #[error("text index in {dir} cannot be opened ({message}); remove that directory and re-index")]
+    Unreadable {
+        /// The index directory.
+        dir: PathBuf,
+        /// What tantivy said.
+        message: String,
+    },
+    /// A read or write failed.
+    #[error("text index: {0}")]
+    Tantivy(#[from] tantivy::TantivyError),
+    /// A stored chunk could not be read back.
+    #[error("text index: stored chunk is corrupt: {0}")]
+    CorruptChunk(String),
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    id: Field,
+    document_id: Field,
+    chunk_index: Field,
+    project: Field,
+    content_type: Field,
+    language: Field,
+    uri: Field,
+    uri_text: Field,
+    section: Field,
+    content: Field,
+    payload: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(CODE_TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let fields = Fields {
+        id: b.add_text_field("id", STRING | STORED),
+        document_id: b.add_text_field("document_id", STRING),
+        chunk_index: b.add_u64_field("chunk_index", INDEXED | FAST),
+        project: b.add_text_field("project", STRING),
+        content_type: b.add_text_field("content_type", STRING),
+        language: b.add_text_field("language", STRING),
+        uri: b.add_text_field("uri", STRING),
+        uri_text: b.add_text_field("uri_text", text.clone()),
+        section: b.add_text_field("section", text.clone()),
+        content: b.add_text_field("content", text),
+        payload: b.add_text_field("payload", STORED),
+    };
+    (b.build(), fields)
+}
+
+/// A tantivy text index of chunks in one directory.
+pub struct TantivyTextIndex {
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+    fields: Fields,
+}
+
+impl TantivyTextIndex {
+    /// Opens the index in `dir`, creating it (and the directory) if absent.
+    pub fn open_or_create(dir: &Path) -> Result<Self, TextIndexError> {
+        let unreadable = |e: &dyn std::fmt::Display| TextIndexError::Unreadable {
+            dir: dir.to_owned(),
+            message: e.to_string(),
+        };
+        std::fs::create_dir_all(dir).map_err(|e| unreadable(&e))?;
+        let (schema, fields) = schema();
+        let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| unreadable(&e))?;
+        let index = Index::open_or_create(directory, schema).map_err(|e| unreadable(&e))?;
+        index
+            .tokenizers()
+            .register(CODE_TOKENIZER, CodeTokenizer::default());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| unreadable(&e))?;
+        let writer = index
+            .writer(WRITER_HEAP_BYTES)
+            .map_err(|e| unreadable(&e))?;
+        Ok(TantivyTextIndex {
+            reader,
+            writer: Mutex::new(writer),
+            fields,
+        })
+    }
+
+    fn writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
+        // A panic while holding the lock leaves the writer usable: tantivy
+        // discards uncommitted operations on the next commit or rollback.
+        self.writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Adds or replaces chunks (by id). Visible after [`Self::commit`].
+    pub fn upsert(&self, chunks: &[Chunk]) -> Result<(), TextIndexError> {
+        let f = self.fields;
+        let writer = self.writer();
+        for c in chunks {
+            let id = c.id().to_string();
+            writer.delete_term(Term::from_field_text(f.id, &id));
+            let mut doc = TantivyDocument::default();
+            doc.add_text(f.id, &id);
+            doc.add_text(f.document_id, c.document_id.as_str());
+            doc.add_u64(f.chunk_index, u64::from(c.chunk_index));
+            doc.add_text(f.project, &c.project);
+            doc.add_text(f.content_type, c.content_type.as_str());
+            doc.add_text(f.language, &c.language);
+            doc.add_text(f.uri, &c.uri);
+            doc.add_text(f.uri_text, &c.uri);
+            doc.add_text(f.section, &c.section);
+            doc.add_text(f.content, &c.content);
+            let payload = serde_json::to_string(c)
+                .map_err(|e| TextIndexError::CorruptChunk(e.to_string()))?;
+            doc.add_text(f.payload, &payload);
+            writer.add_document(doc)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the chunks of `document` from index `from` on: a changed
+    /// document's surplus chunks (`from` = its new chunk count), or the whole
+    /// document (`from` = 0). Visible after [`Self::commit`].
+    pub fn delete_document_from(
+        &self,
+        document: &DocumentId,
+        from: u32,
+    ) -> Result<(), TextIndexError> {
+        let f = self.fields;
+        let doc_term: Box<dyn Query> = Box::new(TermQuery::new(
+            Term::from_field_text(f.document_id, document.as_str()),
+            IndexRecordOption::Basic,
+        ));
+        let range: Box<dyn Query> = Box::new(RangeQuery::new(
+            Bound::Included(Term::from_field_u64(f.chunk_index, u64::from(from))),
+            Bound::Unbounded,
+        ));
+        self.writer().delete_query(Box::new(BooleanQuery::new(vec![
+            (Occur::Must, doc_term),
+            (Occur::Must, range),
+        ])))?;
+        Ok(())
+    }
+
+    /// Makes every change so far durable and visible to searches.
+    pub fn commit(&self) -> Result<(), TextIndexError> {
+        self.writer().commit()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// The best `limit` chunks for `query` (BM25 over content, section and
+    /// path) that pass `filter`, best first. The query is words, not a query
+    /// language: every term the code tokenizer finds in it counts.
+    pub fn search(
+        &self,
+        query: &str,
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> Result<Vec<ScoredChunk>, TextIndexError> {
+        let f = self.fields;
+        let mut terms: Vec<String> = Vec::new();
+        let mut tokenizer = CodeTokenizer::default();
+        let mut stream = tokenizer.token_stream(query);
+        while stream.advance() {
+            let text = &stream.token().text;
+            if !terms.contains(text) {
+                terms.push(text.clone());
+            }
+        }
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut words: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for term in &terms {
+            for (field, boost) in [(f.content, 1.0), (f.section, 1.5), (f.uri_text, 1.5)] {
+                let query = TermQuery::new(
+                    Term::from_field_text(field, term),
+                    IndexRecordOption::WithFreqs,
+                );
+                words.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(query), boost)),
+                ));
+            }
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(words)))];
+        clauses.extend(
+            self.filter_clauses(filter)
+                .into_iter()
+                .map(|q| (Occur::Must, q)),
+        );
+        let searcher = self.reader.searcher();
+        let top = searcher.search(
+            &BooleanQuery::new(clauses),
+            &TopDocs::with_limit(limit.max(1)).order_by_score(),
+        )?;
+        top.into_iter()
+            .map(|(score, address)| {
+                Ok(ScoredChunk {
+                    chunk: self.chunk_at(&searcher, address)?,
+                    score,
+                })
+            })
+            .collect()
+    }
+
+    /// The chunks with these ids that exist, in no particular order: one
+    /// lookup whatever their number.
+    pub fn get(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>, TextIndexError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let f = self.fields;
+        let query = TermSetQuery::new(
+            ids.iter()
+                .map(|id| Term::from_field_text(f.id, &id.to_string())),
+        );
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(ids.len()).order_by_score())?;
+        top.into_iter()
+            .map(|(_, address)| self.chunk_at(&searcher, address))
+            .collect()
+    }
+
+    /// How many chunks are indexed (as of the last commit).
+    pub fn len(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// Whether no chunk is indexed (as of the last commit).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn filter_clauses(&self, filter: &SearchFilter) -> Vec<Box<dyn Query>> {
+        let f = self.fields;
+        let any_of = |field: Field, values: Vec<&str>| -> Option<Box<dyn Query>> {
+            (!values.is_empty()).then(|| {
+                Box::new(TermSetQuery::new(
+                    values.into_iter().map(|v| Term::from_field_text(field, v)),
+                )) as Box<dyn Query>
+            })
+        };
+        let mut out: Vec<Box<dyn Query>> = Vec::new();
+        out.extend(any_of(
+            f.project,
+            filter.projects.iter().map(String::as_str).collect(),
+        ));
+        out.extend(any_of(
+            f.content_type,
+            filter.content_types.iter().map(|t| t.as_str()).collect(),
+        ));
+        out.extend(any_of(
+            f.language,
+            filter.languages.iter().map(String::as_str).collect(),
+        ));
+        if let Some(prefix) = filter.path_prefix.as_deref().filter(|p| !p.is_empty()) {
+            out.push(Box::new(RangeQuery::new(
+                Bound::Included(Term::from_field_text(f.uri, prefix)),
+                Bound::Excluded(Term::from_field_text(f.uri, &format!("{prefix}\u{10ffff}"))),
+            )));
+        }
+        out
+    }
+
+    fn chunk_at(
+        &self,
+        searcher: &tantivy::Searcher,
+        address: tantivy::DocAddress,
+    ) -> Result<Chunk, TextIndexError> {
+        let doc: TantivyDocument = searcher.doc(address)?;
+        let payload = doc
+            .get_first(self.fields.payload)
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| TextIndexError::CorruptChunk("no payload".into()))?;
+        serde_json::from_str(payload).map_err(|e| TextIndexError::CorruptChunk(e.to_string()))
+    }
+}

@@ -1,0 +1,184 @@
+//! The text index over real chunks of the chunker's fixtures.
+
+use std::path::Path;
+
+use weft_chunking::{Chunker, ChunkingConfig};
+use weft_core::retrieval::SearchFilter;
+use weft_core::{Chunk, ContentType, DocumentId};
+use weft_text_tantivy::{TantivyTextIndex, TextIndexError};
+
+fn chunks_of(project: &str, name: &str) -> Vec<Chunk> {
+    let mut config = ChunkingConfig::default();
+    config.code.max_chars = 600;
+    config.code.min_chars = 120;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../chunking/tests/fixtures")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Chunker::new(config)
+        .unwrap()
+        .chunk_text(project, &format!("src/{name}"), &text)
+        .chunks
+}
+
+fn indexed(dir: &Path) -> TantivyTextIndex {
+    let index = TantivyTextIndex::open_or_create(dir).unwrap();
+    for (project, name) in [
+        ("limits", "RateLimiter.java"),
+        ("cache", "store.ts"),
+        ("docs", "guide.md"),
+        ("cache", "graph.py"),
+    ] {
+        index.upsert(&chunks_of(project, name)).unwrap();
+    }
+    index.commit().unwrap();
+    index
+}
+
+fn sections(hits: &[weft_core::retrieval::ScoredChunk]) -> Vec<&str> {
+    hits.iter().map(|h| h.chunk.section.as_str()).collect()
+}
+
+#[test]
+fn finds_chunks_by_words_and_identifier_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = indexed(dir.path());
+    let all = SearchFilter::default();
+
+    let hits = index.search("refill permits", &all, 5).unwrap();
+    assert_eq!(
+        hits[0].chunk.section,
+        "RateLimiter.refill",
+        "{:?}",
+        sections(&hits)
+    );
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+
+    // camelCase parts and the whole identifier both find `tryAcquire`.
+    for query in ["acquire try", "tryacquire", "tryAcquire"] {
+        let hits = index.search(query, &all, 3).unwrap();
+        assert_eq!(
+            hits[0].chunk.section,
+            "RateLimiter.tryAcquire",
+            "{query}: {:?}",
+            sections(&hits)
+        );
+    }
+    // Markdown headings are searchable through the section breadcrumb.
+    let hits = index.search("troubleshooting", &all, 3).unwrap();
+    assert_eq!(hits[0].chunk.section, "Deploying weft > Troubleshooting");
+    // Stored chunks come back whole.
+    let chunk = &index.search("refill", &all, 1).unwrap()[0].chunk;
+    assert!(chunk.content.contains("private void refill(long nowNanos)"));
+    assert_eq!(chunk.content_type, ContentType::Code);
+}
+
+#[test]
+fn filters_by_project_type_language_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = indexed(dir.path());
+    let only = |f: SearchFilter| index.search("the", &f, 100).unwrap();
+
+    let hits = only(SearchFilter {
+        projects: vec!["cache".into()],
+        ..Default::default()
+    });
+    assert!(!hits.is_empty() && hits.iter().all(|h| h.chunk.project == "cache"));
+    let hits = only(SearchFilter {
+        content_types: vec![ContentType::Prose],
+        ..Default::default()
+    });
+    assert!(!hits.is_empty() && hits.iter().all(|h| h.chunk.language == "markdown"));
+    let hits = only(SearchFilter {
+        languages: vec!["python".into()],
+        ..Default::default()
+    });
+    assert!(!hits.is_empty() && hits.iter().all(|h| h.chunk.uri == "src/graph.py"));
+    let hits = only(SearchFilter {
+        path_prefix: Some("src/Rate".into()),
+        ..Default::default()
+    });
+    assert!(!hits.is_empty() && hits.iter().all(|h| h.chunk.uri == "src/RateLimiter.java"));
+    assert!(
+        only(SearchFilter {
+            projects: vec!["nope".into()],
+            ..Default::default()
+        })
+        .is_empty()
+    );
+}
+
+#[test]
+fn gets_neighbours_by_id_in_one_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = indexed(dir.path());
+    let chunks = chunks_of("limits", "RateLimiter.java");
+    let wanted: Vec<_> = chunks[1..4].iter().map(Chunk::id).collect();
+    let mut got = index.get(&wanted).unwrap();
+    got.sort_by_key(|c| c.chunk_index);
+    assert_eq!(got, chunks[1..4].to_vec());
+    let missing = weft_core::ChunkId::new(&DocumentId::new("limits", "nope"), 0);
+    assert_eq!(index.get(&[missing]).unwrap(), Vec::new());
+}
+
+#[test]
+fn upserts_replace_and_surplus_chunks_are_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = indexed(dir.path());
+    let before = index.len();
+    // Re-indexing the same chunks replaces them: no duplicates.
+    index
+        .upsert(&chunks_of("limits", "RateLimiter.java"))
+        .unwrap();
+    index.commit().unwrap();
+    assert_eq!(index.len(), before);
+
+    let chunks = chunks_of("limits", "RateLimiter.java");
+    let doc = chunks[0].document_id.clone();
+    index.delete_document_from(&doc, 2).unwrap();
+    index.commit().unwrap();
+    assert_eq!(index.len(), before - (chunks.len() as u64 - 2));
+    let ids: Vec<_> = chunks.iter().map(Chunk::id).collect();
+    assert_eq!(index.get(&ids).unwrap().len(), 2);
+
+    index.delete_document_from(&doc, 0).unwrap();
+    index.commit().unwrap();
+    assert!(index.get(&ids).unwrap().is_empty());
+}
+
+#[test]
+fn the_index_persists_and_a_corrupt_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = indexed(dir.path()).len();
+    let reopened = TantivyTextIndex::open_or_create(dir.path()).unwrap();
+    assert_eq!(reopened.len(), count);
+    assert!(count > 10);
+    drop(reopened);
+
+    let bad = tempfile::tempdir().unwrap();
+    std::fs::write(bad.path().join("meta.json"), "{ this is not tantivy").unwrap();
+    let err = TantivyTextIndex::open_or_create(bad.path())
+        .err()
+        .expect("a corrupt index is refused");
+    assert!(matches!(err, TextIndexError::Unreadable { .. }));
+    assert!(
+        err.to_string().contains(&bad.path().display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn queries_are_words_not_syntax() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = indexed(dir.path());
+    let hits = index
+        .search("refill( AND \"unclosed", &SearchFilter::default(), 3)
+        .unwrap();
+    assert!(hits.iter().any(|h| h.chunk.section == "RateLimiter.refill"));
+    assert!(
+        index
+            .search("  ?! ", &SearchFilter::default(), 3)
+            .unwrap()
+            .is_empty()
+    );
+}
