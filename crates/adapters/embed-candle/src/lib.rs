@@ -26,8 +26,11 @@ pub const FETCH_HINT: &str = "tools/fetch-model.sh";
 /// The default truncation, in tokens.
 pub const DEFAULT_MAX_TOKENS: usize = 256;
 
-/// Texts embedded per forward pass.
-const BATCH: usize = 32;
+/// Texts embedded per forward pass. On CPU, small batches beat large ones:
+/// less padding and no huge attention temporaries (`embed-throughput` on 256
+/// guava chunks: unsorted 32 → 5.9 chunks/s, 16 → 6.9, 8 → 7.3, 4 → 7.8;
+/// sorted by length, as [`LocalEmbedder::embed`] does: 8 → 10.8, 4 → 10.3).
+const BATCH: usize = 8;
 
 /// Why a model could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -177,13 +180,21 @@ impl LocalEmbedder {
     }
 
     /// Embeds `texts`: one unit-length vector of [`Self::dimension`] floats each.
+    ///
+    /// Texts are batched by length (a batch pads to its longest text), and
+    /// the vectors come back in the order of `texts`.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut out = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(BATCH) {
-            out.extend(
-                self.embed_batch(batch)
-                    .map_err(|e| EmbedError(e.to_string()))?,
-            );
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(BATCH) {
+            let batch_texts: Vec<&str> = batch.iter().map(|&i| texts[i]).collect();
+            let vectors = self
+                .embed_batch(&batch_texts)
+                .map_err(|e| EmbedError(e.to_string()))?;
+            for (&i, vector) in batch.iter().zip(vectors) {
+                out[i] = vector;
+            }
         }
         Ok(out)
     }

@@ -136,3 +136,16 @@ fn max_tokens_beyond_the_model_is_refused() {
     let err = LocalEmbedder::load(&model_dir(), 4096).unwrap_err();
     assert!(err.to_string().contains("max_tokens 4096"), "{err}");
 }
+
+#[test]
+fn vectors_come_back_in_input_order_whatever_the_lengths() {
+    let texts: Vec<String> = (0..20)
+        .map(|i| format!("item {i} {}", "word ".repeat((i * 7) % 13)))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let together = embedder().embed(&refs).unwrap();
+    for (i, text) in refs.iter().enumerate().step_by(6) {
+        let alone = embedder().embed(&[text]).unwrap();
+        assert!(cosine(&alone[0], &together[i]) > 0.99999, "text {i} moved");
+    }
+}

@@ -118,11 +118,29 @@ mod tests {
         let chunk = &example_chunks()[0];
         assert!(SearchFilter::default().matches(chunk));
         let f = |f: SearchFilter| f.matches(chunk);
-        assert!(f(SearchFilter { projects: vec!["p".into(), "q".into()], ..Default::default() }));
-        assert!(!f(SearchFilter { projects: vec!["q".into()], ..Default::default() }));
-        assert!(!f(SearchFilter { content_types: vec![ContentType::Prose], ..Default::default() }));
-        assert!(f(SearchFilter { languages: vec!["rust".into()], ..Default::default() }));
-        assert!(f(SearchFilter { path_prefix: Some("src/config/".into()), ..Default::default() }));
-        assert!(!f(SearchFilter { path_prefix: Some("docs/".into()), ..Default::default() }));
+        assert!(f(SearchFilter {
+            projects: vec!["p".into(), "q".into()],
+            ..Default::default()
+        }));
+        assert!(!f(SearchFilter {
+            projects: vec!["q".into()],
+            ..Default::default()
+        }));
+        assert!(!f(SearchFilter {
+            content_types: vec![ContentType::Prose],
+            ..Default::default()
+        }));
+        assert!(f(SearchFilter {
+            languages: vec!["rust".into()],
+            ..Default::default()
+        }));
+        assert!(f(SearchFilter {
+            path_prefix: Some("src/config/".into()),
+            ..Default::default()
+        }));
+        assert!(!f(SearchFilter {
+            path_prefix: Some("docs/".into()),
+            ..Default::default()
+        }));
     }
 }
