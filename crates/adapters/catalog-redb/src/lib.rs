@@ -1,0 +1,321 @@
+//! # weft-catalog-redb
+//!
+//! The embedded catalog: what is indexed, in one [redb] file. For every
+//! document it records the content hash and chunk count that were indexed
+//! (and with which embedding model and format), so unchanged documents are
+//! skipped without reading the model and a shrunk document's surplus chunks
+//! are known; for every project, the state of its source (the last indexed
+//! git commit).
+//!
+//! [redb]: https://github.com/cberner/redb
+
+#![warn(missing_docs)]
+
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+use weft_core::DocumentId;
+
+const DOCUMENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("documents");
+const PROJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("projects");
+
+/// What the catalog knows of one indexed document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentRecord {
+    /// The document's id.
+    pub document_id: DocumentId,
+    /// Its project.
+    pub project: String,
+    /// Its path or URL.
+    pub uri: String,
+    /// Hex sha256 of the bytes that were indexed.
+    pub content_hash: String,
+    /// How many chunks were written.
+    pub chunk_count: u32,
+    /// The embedding model and format the chunks were embedded with; a
+    /// change of either means re-embedding.
+    pub embedding: String,
+}
+
+/// What the catalog knows of one project's source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectState {
+    /// Where the project comes from (directory, git URL, site).
+    pub source: String,
+    /// The last indexed revision (a git commit), for diff-based re-indexing.
+    pub revision: Option<String>,
+}
+
+/// What went wrong with the catalog.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The file cannot be opened as a catalog.
+    #[error("catalog {path} cannot be opened ({message}); remove it to re-index from scratch")]
+    Unreadable {
+        /// The catalog file.
+        path: PathBuf,
+        /// What redb said.
+        message: String,
+    },
+    /// A read or write failed.
+    #[error("catalog {path}: {message}")]
+    Storage {
+        /// The catalog file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// The catalog in one redb file.
+pub struct RedbCatalog {
+    db: Database,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for RedbCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbCatalog")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl RedbCatalog {
+    /// Opens the catalog at `path`, creating it (and its directory) if absent.
+    pub fn open(path: &Path) -> Result<Self, CatalogError> {
+        let unreadable = |e: &dyn std::fmt::Display| CatalogError::Unreadable {
+            path: path.to_owned(),
+            message: e.to_string(),
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| unreadable(&e))?;
+        }
+        let db = Database::create(path).map_err(|e| unreadable(&e))?;
+        let catalog = RedbCatalog {
+            db,
+            path: path.to_owned(),
+        };
+        // Create the tables, so that reads of a new catalog find them.
+        catalog.write(|txn| {
+            txn.open_table(DOCUMENTS)?;
+            txn.open_table(PROJECTS)?;
+            Ok(())
+        })?;
+        Ok(catalog)
+    }
+
+    fn storage(&self, e: impl std::fmt::Display) -> CatalogError {
+        CatalogError::Storage {
+            path: self.path.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    fn write(
+        &self,
+        f: impl FnOnce(&redb::WriteTransaction) -> Result<(), redb::Error>,
+    ) -> Result<(), CatalogError> {
+        let txn = self.db.begin_write().map_err(|e| self.storage(e))?;
+        f(&txn).map_err(|e| self.storage(e))?;
+        txn.commit().map_err(|e| self.storage(e))
+    }
+
+    fn decode<T: for<'de> Deserialize<'de>>(&self, bytes: &[u8]) -> Result<T, CatalogError> {
+        serde_json::from_slice(bytes).map_err(|e| self.storage(format!("corrupt record: {e}")))
+    }
+
+    /// The record of a document, if it is indexed.
+    pub fn document(&self, id: &DocumentId) -> Result<Option<DocumentRecord>, CatalogError> {
+        let txn = self.db.begin_read().map_err(|e| self.storage(e))?;
+        let table = txn.open_table(DOCUMENTS).map_err(|e| self.storage(e))?;
+        let value = table.get(id.as_str()).map_err(|e| self.storage(e))?;
+        value.map(|v| self.decode(v.value())).transpose()
+    }
+
+    /// Records documents as indexed, replacing earlier records, in one transaction.
+    pub fn put_documents(&self, records: &[DocumentRecord]) -> Result<(), CatalogError> {
+        let encoded: Vec<(String, Vec<u8>)> = records
+            .iter()
+            .map(|r| {
+                Ok((
+                    r.document_id.as_str().to_owned(),
+                    serde_json::to_vec(r).map_err(|e| self.storage(e))?,
+                ))
+            })
+            .collect::<Result<_, CatalogError>>()?;
+        self.write(|txn| {
+            let mut table = txn.open_table(DOCUMENTS)?;
+            for (key, value) in &encoded {
+                table.insert(key.as_str(), value.as_slice())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Forgets documents (they were deleted from the index).
+    pub fn remove_documents(&self, ids: &[DocumentId]) -> Result<(), CatalogError> {
+        self.write(|txn| {
+            let mut table = txn.open_table(DOCUMENTS)?;
+            for id in ids {
+                table.remove(id.as_str())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Every document of `project` (all projects when `None`), by id.
+    pub fn documents(&self, project: Option<&str>) -> Result<Vec<DocumentRecord>, CatalogError> {
+        let txn = self.db.begin_read().map_err(|e| self.storage(e))?;
+        let table = txn.open_table(DOCUMENTS).map_err(|e| self.storage(e))?;
+        let mut out = Vec::new();
+        for entry in table.iter().map_err(|e| self.storage(e))? {
+            let (_, value) = entry.map_err(|e| self.storage(e))?;
+            let record: DocumentRecord = self.decode(value.value())?;
+            if project.is_none_or(|p| p == record.project) {
+                out.push(record);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The state of a project's source, if it was indexed.
+    pub fn project(&self, name: &str) -> Result<Option<ProjectState>, CatalogError> {
+        let txn = self.db.begin_read().map_err(|e| self.storage(e))?;
+        let table = txn.open_table(PROJECTS).map_err(|e| self.storage(e))?;
+        let value = table.get(name).map_err(|e| self.storage(e))?;
+        value.map(|v| self.decode(v.value())).transpose()
+    }
+
+    /// Records the state of a project's source.
+    pub fn put_project(&self, name: &str, state: &ProjectState) -> Result<(), CatalogError> {
+        let value = serde_json::to_vec(state).map_err(|e| self.storage(e))?;
+        self.write(|txn| {
+            txn.open_table(PROJECTS)?.insert(name, value.as_slice())?;
+            Ok(())
+        })
+    }
+
+    /// Every project, by name.
+    pub fn projects(&self) -> Result<Vec<(String, ProjectState)>, CatalogError> {
+        let txn = self.db.begin_read().map_err(|e| self.storage(e))?;
+        let table = txn.open_table(PROJECTS).map_err(|e| self.storage(e))?;
+        let mut out = Vec::new();
+        for entry in table.iter().map_err(|e| self.storage(e))? {
+            let (key, value) = entry.map_err(|e| self.storage(e))?;
+            out.push((key.value().to_owned(), self.decode(value.value())?));
+        }
+        Ok(out)
+    }
+
+    /// Forgets a project and all its documents.
+    pub fn remove_project(&self, name: &str) -> Result<(), CatalogError> {
+        let ids: Vec<DocumentId> = self
+            .documents(Some(name))?
+            .into_iter()
+            .map(|r| r.document_id)
+            .collect();
+        self.write(|txn| {
+            let mut documents = txn.open_table(DOCUMENTS)?;
+            for id in &ids {
+                documents.remove(id.as_str())?;
+            }
+            txn.open_table(PROJECTS)?.remove(name)?;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(project: &str, uri: &str, hash: &str, chunks: u32) -> DocumentRecord {
+        DocumentRecord {
+            document_id: DocumentId::new(project, uri),
+            project: project.into(),
+            uri: uri.into(),
+            content_hash: hash.into(),
+            chunk_count: chunks,
+            embedding: "all-MiniLM-L6-v2/weft-ctx-v1".into(),
+        }
+    }
+
+    #[test]
+    fn documents_round_trip_and_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = RedbCatalog::open(&dir.path().join("catalog.redb")).unwrap();
+        let a = record("p", "a.rs", "h1", 3);
+        assert_eq!(catalog.document(&a.document_id).unwrap(), None);
+        catalog
+            .put_documents(&[
+                a.clone(),
+                record("p", "b.rs", "h2", 1),
+                record("q", "c.md", "h3", 5),
+            ])
+            .unwrap();
+        assert_eq!(catalog.document(&a.document_id).unwrap(), Some(a.clone()));
+
+        let changed = DocumentRecord {
+            content_hash: "h9".into(),
+            chunk_count: 2,
+            ..a.clone()
+        };
+        catalog
+            .put_documents(std::slice::from_ref(&changed))
+            .unwrap();
+        assert_eq!(catalog.document(&a.document_id).unwrap(), Some(changed));
+        assert_eq!(catalog.documents(Some("p")).unwrap().len(), 2);
+        assert_eq!(catalog.documents(None).unwrap().len(), 3);
+
+        catalog.remove_documents(&[a.document_id.clone()]).unwrap();
+        assert_eq!(catalog.document(&a.document_id).unwrap(), None);
+        assert_eq!(catalog.documents(Some("p")).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn projects_keep_their_revision_and_can_be_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/catalog.redb");
+        {
+            let catalog = RedbCatalog::open(&path).unwrap();
+            let state = ProjectState {
+                source: "https://example.com/repo.git".into(),
+                revision: Some("abc123".into()),
+            };
+            catalog.put_project("repo", &state).unwrap();
+            catalog
+                .put_documents(&[
+                    record("repo", "a.rs", "h", 1),
+                    record("other", "b.rs", "h", 1),
+                ])
+                .unwrap();
+        }
+        // Reopened: everything persisted.
+        let catalog = RedbCatalog::open(&path).unwrap();
+        assert_eq!(
+            catalog.project("repo").unwrap().and_then(|s| s.revision),
+            Some("abc123".into())
+        );
+        assert_eq!(catalog.projects().unwrap().len(), 1);
+        catalog.remove_project("repo").unwrap();
+        assert_eq!(catalog.project("repo").unwrap(), None);
+        assert!(catalog.documents(Some("repo")).unwrap().is_empty());
+        assert_eq!(catalog.documents(Some("other")).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_corrupt_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        std::fs::write(
+            &path,
+            b"this is not a redb file, just some bytes that are long enough to be read",
+        )
+        .unwrap();
+        let err = RedbCatalog::open(&path).unwrap_err();
+        assert!(matches!(err, CatalogError::Unreadable { .. }));
+        assert!(err.to_string().contains("catalog.redb"), "{err}");
+    }
+}
