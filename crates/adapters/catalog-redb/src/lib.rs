@@ -269,7 +269,9 @@ mod tests {
         assert_eq!(catalog.documents(Some("p")).unwrap().len(), 2);
         assert_eq!(catalog.documents(None).unwrap().len(), 3);
 
-        catalog.remove_documents(std::slice::from_ref(&a.document_id)).unwrap();
+        catalog
+            .remove_documents(std::slice::from_ref(&a.document_id))
+            .unwrap();
         assert_eq!(catalog.document(&a.document_id).unwrap(), None);
         assert_eq!(catalog.documents(Some("p")).unwrap().len(), 1);
     }
