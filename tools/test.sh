@@ -6,7 +6,8 @@
 #   tools/test.sh            (CI runs it through .ci/run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step() { printf '\n== %s\n' "$*"; }
+started=$SECONDS
+step() { printf '\n== %s  (at %ds)\n' "$*" $((SECONDS - started)); }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
