@@ -18,7 +18,7 @@ pub struct CodeTokenizer {
 
 /// The tokens of one text.
 pub struct CodeTokenStream<'a> {
-    tokens: &'a [Token],
+    tokens: &'a mut [Token],
     next: usize,
 }
 
@@ -29,7 +29,7 @@ impl Tokenizer for CodeTokenizer {
         self.tokens.clear();
         tokenize(text, &mut self.tokens);
         CodeTokenStream {
-            tokens: &self.tokens,
+            tokens: &mut self.tokens,
             next: 0,
         }
     }
@@ -46,7 +46,7 @@ impl TokenStream for CodeTokenStream<'_> {
     }
 
     fn token_mut(&mut self) -> &mut Token {
-        unreachable!("CodeTokenStream is read-only; no filter is chained after it")
+        &mut self.tokens[self.next - 1]
     }
 }
 
