@@ -6,6 +6,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod chunk_cmd;
+mod context;
+mod index_cmd;
+mod rerank;
+mod search_cmd;
+mod status_cmd;
 
 /// weft turns code repositories and documentation into retrieval context for LLMs.
 #[derive(Debug, Parser)]
@@ -24,6 +29,12 @@ struct Cli {
 enum Command {
     /// Show the chunks weft makes of a file, or of every file under a directory.
     Chunk(chunk_cmd::ChunkArgs),
+    /// Index directories, git repositories or documentation sites (incrementally).
+    Index(index_cmd::IndexArgs),
+    /// Search the index: best chunks with their neighbours, by document.
+    Search(search_cmd::SearchArgs),
+    /// Show what the data directory holds.
+    Status(status_cmd::StatusArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +48,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Chunk(args) => chunk_cmd::run(cli.config.as_deref(), args),
+        Command::Index(args) => index_cmd::run(cli.config.as_deref(), args),
+        Command::Search(args) => search_cmd::run(cli.config.as_deref(), args),
+        Command::Status(args) => status_cmd::run(cli.config.as_deref(), args),
     };
     match result {
         Ok(code) => code,

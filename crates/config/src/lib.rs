@@ -39,6 +39,187 @@ pub const ENV_PREFIX: &str = "WEFT";
 pub struct WeftConfig {
     /// How documents are split into chunks.
     pub chunking: ChunkingConfig,
+    /// Where the index lives.
+    pub data: DataConfig,
+    /// Which files of a directory or repository are indexed.
+    pub sources: SourcesConfig,
+    /// How a documentation site is crawled.
+    pub crawl: CrawlConfig,
+    /// The embedding model.
+    pub embedding: EmbeddingConfig,
+    /// Fusion, boosts and neighbour expansion (DESIGN §5).
+    pub retrieval: weft_core::retrieval::RetrievalConfig,
+    /// The optional reranker.
+    pub rerank: RerankConfig,
+}
+
+/// `[data]`: the data directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DataConfig {
+    /// The data directory; `--data-dir` and `WEFT_DATA_DIR` override it.
+    /// Default: `$XDG_DATA_HOME/weft`, else `~/.local/share/weft`.
+    pub dir: Option<PathBuf>,
+}
+
+/// `[sources]`: which files of a directory or repository are indexed.
+/// `.gitignore` and hidden files are always honoured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SourcesConfig {
+    /// If not empty, only paths matching one of these globs are indexed.
+    pub include: Vec<String>,
+    /// Paths matching one of these globs are skipped.
+    pub exclude: Vec<String>,
+    /// Directory names skipped anywhere: vendored code and build output.
+    pub skip_dirs: Vec<String>,
+}
+
+impl Default for SourcesConfig {
+    fn default() -> Self {
+        Self {
+            include: Vec::new(),
+            exclude: Vec::new(),
+            skip_dirs: [
+                "node_modules",
+                "vendor",
+                "third_party",
+                "target",
+                "build",
+                "dist",
+                "out",
+                "bin",
+                "obj",
+                "__pycache__",
+                "venv",
+                "bower_components",
+                "Pods",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+}
+
+/// `[crawl]`: limits of a documentation-site crawl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CrawlConfig {
+    /// At most this many pages are fetched.
+    pub max_pages: usize,
+    /// Links are followed at most this many hops from the start URL.
+    pub max_depth: usize,
+    /// Per-request timeout in seconds.
+    pub timeout_secs: u64,
+    /// The user agent sent, and matched against robots.txt groups.
+    pub user_agent: String,
+}
+
+impl Default for CrawlConfig {
+    fn default() -> Self {
+        Self {
+            max_pages: 1000,
+            max_depth: 8,
+            timeout_secs: 30,
+            user_agent: "weft".into(),
+        }
+    }
+}
+
+/// `[embedding]`: the local embedding model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    /// Directory with `model.safetensors`, `config.json` and `tokenizer.json`
+    /// of a BERT-family model. Default: `~/.cache/weft/models/all-MiniLM-L6-v2`,
+    /// where `tools/fetch-model.sh` puts it.
+    pub model_dir: Option<PathBuf>,
+    /// Texts are truncated at this many tokens.
+    pub max_tokens: usize,
+    /// Chunks embedded per call.
+    pub batch_size: usize,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        Self {
+            model_dir: None,
+            max_tokens: 256,
+            batch_size: 64,
+        }
+    }
+}
+
+/// `[rerank]`: the optional reranker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RerankConfig {
+    /// `none` (default), `tei` (Hugging Face text-embeddings-inference
+    /// `/rerank`) or `cohere` (`/v1/rerank`).
+    pub kind: RerankKind,
+    /// Base URL of the rerank service.
+    pub url: Option<String>,
+    /// Model name sent to Cohere-shaped APIs.
+    pub model: Option<String>,
+}
+
+/// Which reranker is used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RerankKind {
+    /// Keep the fused order.
+    #[default]
+    None,
+    /// `POST {url}/rerank` with `{"query", "texts"}`.
+    Tei,
+    /// `POST {url}/v1/rerank` with `{"model", "query", "documents"}`.
+    Cohere,
+}
+
+impl WeftConfig {
+    /// Checks every setting; the first bad one is named in the error.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        self.chunking.validate()?;
+        let bad = |key: &str, message: &str| {
+            Err(InvalidSetting {
+                key: key.into(),
+                message: message.into(),
+            })
+        };
+        if self.crawl.max_pages == 0 {
+            return bad("crawl.max_pages", "must be at least 1");
+        }
+        if self.embedding.max_tokens < 8 {
+            return bad("embedding.max_tokens", "must be at least 8");
+        }
+        if self.embedding.batch_size == 0 {
+            return bad("embedding.batch_size", "must be at least 1");
+        }
+        if self.rerank.kind != RerankKind::None && self.rerank.url.is_none() {
+            return bad("rerank.url", "is required when rerank.kind is not none");
+        }
+        let r = &self.retrieval;
+        if r.fusion.k.is_nan() || r.fusion.k <= 0.0 {
+            return bad("retrieval.fusion.k", "must be positive");
+        }
+        if r.adjacency.max_chunks == 0 {
+            return bad("retrieval.adjacency.max_chunks", "must be at least 1");
+        }
+        for (key, globs) in [
+            ("sources.include", &self.sources.include),
+            ("sources.exclude", &self.sources.exclude),
+        ] {
+            for glob in globs {
+                if let Err(e) = globset::Glob::new(glob) {
+                    return Err(InvalidSetting {
+                        key: key.into(),
+                        message: format!("{glob:?} is not a glob: {e}"),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Why the configuration could not be loaded.
@@ -110,6 +291,9 @@ pub fn load_with_env(
             .try_parsing(true)
             .list_separator(",")
             .with_list_parse_key("chunking.api_reference_paths")
+            .with_list_parse_key("sources.include")
+            .with_list_parse_key("sources.exclude")
+            .with_list_parse_key("sources.skip_dirs")
             .source(Some(env)),
     );
     let malformed = |e: config::ConfigError| ConfigError::Malformed {
@@ -121,13 +305,10 @@ pub fn load_with_env(
         .map_err(malformed)?
         .try_deserialize()
         .map_err(malformed)?;
-    config
-        .chunking
-        .validate()
-        .map_err(|setting| ConfigError::Invalid {
-            source_name: source_name.clone(),
-            setting,
-        })?;
+    config.validate().map_err(|setting| ConfigError::Invalid {
+        source_name: source_name.clone(),
+        setting,
+    })?;
     Ok(Loaded { config, file })
 }
 

@@ -23,6 +23,8 @@
 mod chunk;
 mod ids;
 pub mod invariants;
+pub mod ports;
+pub mod query;
 pub mod retrieval;
 
 pub use chunk::{Chunk, ContentType, EMBEDDING_FORMAT, ParseContentTypeError, content_hash};

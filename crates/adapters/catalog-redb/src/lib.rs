@@ -14,42 +14,23 @@
 use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use weft_core::DocumentId;
+use weft_core::ports::{Catalog, PortError, PortResult};
 
 const DOCUMENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("documents");
 const PROJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("projects");
 
-/// What the catalog knows of one indexed document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DocumentRecord {
-    /// The document's id.
-    pub document_id: DocumentId,
-    /// Its project.
-    pub project: String,
-    /// Its path or URL.
-    pub uri: String,
-    /// Hex sha256 of the bytes that were indexed.
-    pub content_hash: String,
-    /// How many chunks were written.
-    pub chunk_count: u32,
-    /// The embedding model and format the chunks were embedded with; a
-    /// change of either means re-embedding.
-    pub embedding: String,
-}
-
-/// What the catalog knows of one project's source.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProjectState {
-    /// Where the project comes from (directory, git URL, site).
-    pub source: String,
-    /// The last indexed revision (a git commit), for diff-based re-indexing.
-    pub revision: Option<String>,
-}
+pub use weft_core::ports::{DocumentRecord, ProjectState};
 
 /// What went wrong with the catalog.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
+    /// Another process (an index run?) has the catalog open.
+    #[error(
+        "catalog {0} is in use by another weft process (an index run?); try again when it ends"
+    )]
+    InUse(PathBuf),
     /// The file cannot be opened as a catalog.
     #[error("catalog {path} cannot be opened ({message}); remove it to re-index from scratch")]
     Unreadable {
@@ -69,8 +50,9 @@ pub enum CatalogError {
 }
 
 /// The catalog in one redb file.
+#[derive(Clone)]
 pub struct RedbCatalog {
-    db: Database,
+    db: std::sync::Arc<Database>,
     path: PathBuf,
 }
 
@@ -92,9 +74,12 @@ impl RedbCatalog {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| unreadable(&e))?;
         }
-        let db = Database::create(path).map_err(|e| unreadable(&e))?;
+        let db = Database::create(path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => CatalogError::InUse(path.to_owned()),
+            e => unreadable(&e),
+        })?;
         let catalog = RedbCatalog {
-            db,
+            db: std::sync::Arc::new(db),
             path: path.to_owned(),
         };
         // Create the tables, so that reads of a new catalog find them.
@@ -226,6 +211,65 @@ impl RedbCatalog {
         })
     }
 }
+
+/// The catalog port over [`RedbCatalog`]: each call runs on tokio's blocking pool.
+#[async_trait::async_trait]
+impl Catalog for RedbCatalog {
+    async fn document(&self, id: &DocumentId) -> PortResult<Option<DocumentRecord>> {
+        let id = id.clone();
+        self.blocking(move |c| c.document(&id)).await
+    }
+    async fn put_documents(&self, records: &[DocumentRecord]) -> PortResult<()> {
+        let records = records.to_vec();
+        self.blocking(move |c| c.put_documents(&records)).await
+    }
+    async fn remove_documents(&self, ids: &[DocumentId]) -> PortResult<()> {
+        let ids = ids.to_vec();
+        self.blocking(move |c| c.remove_documents(&ids)).await
+    }
+    async fn documents(&self, project: Option<&str>) -> PortResult<Vec<DocumentRecord>> {
+        let project = project.map(str::to_owned);
+        self.blocking(move |c| c.documents(project.as_deref()))
+            .await
+    }
+    async fn project(&self, name: &str) -> PortResult<Option<ProjectState>> {
+        let name = name.to_owned();
+        self.blocking(move |c| c.project(&name)).await
+    }
+    async fn put_project(&self, name: &str, state: &ProjectState) -> PortResult<()> {
+        let (name, state) = (name.to_owned(), state.clone());
+        self.blocking(move |c| c.put_project(&name, &state)).await
+    }
+    async fn projects(&self) -> PortResult<Vec<(String, ProjectState)>> {
+        self.blocking(|c| c.projects()).await
+    }
+    async fn remove_project(&self, name: &str) -> PortResult<()> {
+        let name = name.to_owned();
+        self.blocking(move |c| c.remove_project(&name)).await
+    }
+}
+
+trait Blocking {
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&RedbCatalog) -> Result<T, CatalogError> + Send + 'static,
+    ) -> PortResult<T>;
+}
+
+impl Blocking for RedbCatalog {
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&RedbCatalog) -> Result<T, CatalogError> + Send + 'static,
+    ) -> PortResult<T> {
+        let catalog = self.clone();
+        tokio::task::spawn_blocking(move || f(&catalog))
+            .await
+            .map_err(|e| PortError::new(COMPONENT, e))?
+            .map_err(|e| PortError::new(COMPONENT, e))
+    }
+}
+
+const COMPONENT: &str = "catalog (redb)";
 
 #[cfg(test)]
 mod tests {

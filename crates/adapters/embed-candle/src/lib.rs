@@ -63,8 +63,9 @@ pub enum LoadError {
 pub struct EmbedError(String);
 
 /// A loaded BERT-family sentence-embedding model.
+#[derive(Clone)]
 pub struct LocalEmbedder {
-    model: BertModel,
+    model: std::sync::Arc<BertModel>,
     tokenizer: Tokenizer,
     device: Device,
     model_id: String,
@@ -151,17 +152,22 @@ impl LocalEmbedder {
             }))
             .map_err(|e| invalid("tokenizer.json", e.to_string()))?;
 
-        let model_id = dir
-            .file_name()
-            .map_or_else(|| "local".into(), |n| n.to_string_lossy().into_owned());
+        let model_id = Self::model_id_of(dir);
         Ok(LocalEmbedder {
-            model,
+            model: std::sync::Arc::new(model),
             tokenizer,
             device,
             model_id,
             dimension: hidden,
             max_tokens,
         })
+    }
+
+    /// The id a model in `dir` gets: the directory's name (known without loading it).
+    pub fn model_id_of(dir: &Path) -> String {
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+        dir.file_name()
+            .map_or_else(|| "local".into(), |n| n.to_string_lossy().into_owned())
     }
 
     /// The model's name (its directory's name).
@@ -222,5 +228,28 @@ impl LocalEmbedder {
         let mean = summed.broadcast_div(&counts)?;
         let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
         Ok(mean.broadcast_div(&norms)?.to_vec2::<f32>()?)
+    }
+}
+
+/// The embedder port over [`LocalEmbedder`]: each call runs on tokio's
+/// blocking pool.
+#[async_trait::async_trait]
+impl weft_core::ports::Embedder for LocalEmbedder {
+    fn model_id(&self) -> &str {
+        LocalEmbedder::model_id(self)
+    }
+    fn dimension(&self) -> usize {
+        LocalEmbedder::dimension(self)
+    }
+    async fn embed(&self, texts: &[String]) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        const COMPONENT: &str = "embedder (candle)";
+        let (model, texts) = (self.clone(), texts.to_vec());
+        tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            model.embed(&refs)
+        })
+        .await
+        .map_err(|e| weft_core::ports::PortError::new(COMPONENT, e))?
+        .map_err(|e| weft_core::ports::PortError::new(COMPONENT, e))
     }
 }

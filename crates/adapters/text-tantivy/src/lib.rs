@@ -25,7 +25,7 @@ mod tokenizer;
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
@@ -35,6 +35,7 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{TokenStream, Tokenizer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use weft_core::ports::{PortError, PortResult, TextIndex};
 use weft_core::retrieval::{ScoredChunk, SearchFilter};
 use weft_core::{Chunk, ChunkId, DocumentId};
 
@@ -101,9 +102,10 @@ fn schema() -> (Schema, Fields) {
 }
 
 /// A tantivy text index of chunks in one directory.
+#[derive(Clone)]
 pub struct TantivyTextIndex {
     reader: IndexReader,
-    writer: Mutex<IndexWriter>,
+    writer: Arc<Mutex<IndexWriter>>,
     fields: Fields,
 }
 
@@ -131,7 +133,7 @@ impl TantivyTextIndex {
             .map_err(|e| unreadable(&e))?;
         Ok(TantivyTextIndex {
             reader,
-            writer: Mutex::new(writer),
+            writer: Arc::new(Mutex::new(writer)),
             fields,
         })
     }
@@ -191,6 +193,13 @@ impl TantivyTextIndex {
             (Occur::Must, doc_term),
             (Occur::Must, range),
         ])))?;
+        Ok(())
+    }
+
+    /// Deletes every chunk of `project`. Visible after [`Self::commit`].
+    pub fn delete_project(&self, project: &str) -> Result<(), TextIndexError> {
+        self.writer()
+            .delete_term(Term::from_field_text(self.fields.project, project));
         Ok(())
     }
 
@@ -308,11 +317,19 @@ impl TantivyTextIndex {
             f.language,
             filter.languages.iter().map(String::as_str).collect(),
         ));
-        if let Some(prefix) = filter.path_prefix.as_deref().filter(|p| !p.is_empty()) {
-            out.push(Box::new(RangeQuery::new(
-                Bound::Included(Term::from_field_text(f.uri, prefix)),
-                Bound::Excluded(Term::from_field_text(f.uri, &format!("{prefix}\u{10ffff}"))),
-            )));
+        if let Some(scope) = filter.path_scope() {
+            let exact: Box<dyn Query> = Box::new(TermQuery::new(
+                Term::from_field_text(f.uri, scope),
+                IndexRecordOption::Basic,
+            ));
+            let below: Box<dyn Query> = Box::new(RangeQuery::new(
+                Bound::Included(Term::from_field_text(f.uri, &format!("{scope}/"))),
+                Bound::Excluded(Term::from_field_text(f.uri, &format!("{scope}/\u{10ffff}"))),
+            ));
+            out.push(Box::new(BooleanQuery::new(vec![
+                (Occur::Should, exact),
+                (Occur::Should, below),
+            ])));
         }
         out
     }
@@ -328,5 +345,55 @@ impl TantivyTextIndex {
             .and_then(|v| v.as_str())
             .ok_or_else(|| TextIndexError::CorruptChunk("no payload".into()))?;
         serde_json::from_str(payload).map_err(|e| TextIndexError::CorruptChunk(e.to_string()))
+    }
+}
+
+const COMPONENT: &str = "text index (tantivy)";
+
+async fn blocking<T: Send + 'static>(
+    index: &TantivyTextIndex,
+    f: impl FnOnce(&TantivyTextIndex) -> Result<T, TextIndexError> + Send + 'static,
+) -> PortResult<T> {
+    let index = index.clone();
+    tokio::task::spawn_blocking(move || f(&index))
+        .await
+        .map_err(|e| PortError::new(COMPONENT, e))?
+        .map_err(|e| PortError::new(COMPONENT, e))
+}
+
+/// The text index port over [`TantivyTextIndex`]: each call runs on tokio's
+/// blocking pool.
+#[async_trait::async_trait]
+impl TextIndex for TantivyTextIndex {
+    async fn upsert(&self, chunks: &[Chunk]) -> PortResult<()> {
+        let chunks = chunks.to_vec();
+        blocking(self, move |i| i.upsert(&chunks)).await
+    }
+    async fn delete_document_from(&self, document: &DocumentId, from_index: u32) -> PortResult<()> {
+        let document = document.clone();
+        blocking(self, move |i| i.delete_document_from(&document, from_index)).await
+    }
+    async fn delete_project(&self, project: &str) -> PortResult<()> {
+        let project = project.to_owned();
+        blocking(self, move |i| i.delete_project(&project)).await
+    }
+    async fn search(
+        &self,
+        query: &str,
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> PortResult<Vec<ScoredChunk>> {
+        let (query, filter) = (query.to_owned(), filter.clone());
+        blocking(self, move |i| i.search(&query, &filter, limit)).await
+    }
+    async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>> {
+        let ids = ids.to_vec();
+        blocking(self, move |i| i.get(&ids)).await
+    }
+    async fn count(&self) -> PortResult<u64> {
+        Ok(self.len())
+    }
+    async fn commit(&self) -> PortResult<()> {
+        blocking(self, |i| i.commit()).await
     }
 }

@@ -95,10 +95,23 @@ fn filters_by_project_type_language_and_path() {
     });
     assert!(!hits.is_empty() && hits.iter().all(|h| h.chunk.uri == "src/graph.py"));
     let hits = only(SearchFilter {
-        path_prefix: Some("src/Rate".into()),
+        path_prefix: Some("src/RateLimiter.java".into()),
         ..Default::default()
     });
     assert!(!hits.is_empty() && hits.iter().all(|h| h.chunk.uri == "src/RateLimiter.java"));
+    let hits = only(SearchFilter {
+        path_prefix: Some("src/".into()),
+        ..Default::default()
+    });
+    assert!(!hits.is_empty() && hits.iter().all(|h| h.chunk.uri.starts_with("src/")));
+    // A path scope is whole path segments: "src/Rate" is no directory.
+    assert!(
+        only(SearchFilter {
+            path_prefix: Some("src/Rate".into()),
+            ..Default::default()
+        })
+        .is_empty()
+    );
     assert!(
         only(SearchFilter {
             projects: vec!["nope".into()],

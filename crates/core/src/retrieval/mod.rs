@@ -44,7 +44,8 @@ pub struct SearchFilter {
     pub content_types: Vec<crate::ContentType>,
     /// Only these languages.
     pub languages: Vec<String>,
-    /// Only documents whose uri starts with this.
+    /// Only documents at or under this path: `src/config` (or `src/config/`)
+    /// matches `src/config` itself and everything below `src/config/`.
     pub path_prefix: Option<String>,
 }
 
@@ -55,10 +56,36 @@ impl SearchFilter {
             && (self.content_types.is_empty() || self.content_types.contains(&chunk.content_type))
             && (self.languages.is_empty() || self.languages.contains(&chunk.language))
             && self
-                .path_prefix
-                .as_deref()
-                .is_none_or(|p| chunk.uri.starts_with(p))
+                .path_scope()
+                .is_none_or(|p| in_path_scope(&chunk.uri, p))
     }
+
+    /// The path prefix without trailing slashes; `None` when it selects everything.
+    pub fn path_scope(&self) -> Option<&str> {
+        self.path_prefix
+            .as_deref()
+            .map(|p| p.trim_end_matches('/'))
+            .filter(|p| !p.is_empty())
+    }
+}
+
+/// Whether `uri` is `scope` or lies below it (`scope` has no trailing slash).
+pub fn in_path_scope(uri: &str, scope: &str) -> bool {
+    uri.strip_prefix(scope)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// Every path scope that contains `uri`: each directory prefix and the uri
+/// itself (`a/b/c.rs` → `a`, `a/b`, `a/b/c.rs`). Stores that cannot match
+/// string prefixes index these as keywords.
+pub fn path_scopes(uri: &str) -> Vec<String> {
+    let mut scopes: Vec<String> = uri
+        .match_indices('/')
+        .map(|(i, _)| uri[..i].to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    scopes.push(uri.to_owned());
+    scopes
 }
 
 /// All retrieval settings, with the defaults of DESIGN §5.
@@ -138,9 +165,27 @@ mod tests {
             path_prefix: Some("src/config/".into()),
             ..Default::default()
         }));
+        assert!(f(SearchFilter {
+            path_prefix: Some("src/config".into()),
+            ..Default::default()
+        }));
+        assert!(!f(SearchFilter {
+            path_prefix: Some("src/conf".into()),
+            ..Default::default()
+        }));
         assert!(!f(SearchFilter {
             path_prefix: Some("docs/".into()),
             ..Default::default()
         }));
+    }
+
+    #[test]
+    fn path_scopes_cover_every_directory_and_the_file() {
+        assert_eq!(path_scopes("a/b/c.rs"), ["a", "a/b", "a/b/c.rs"]);
+        assert_eq!(path_scopes("README.md"), ["README.md"]);
+        for scope in path_scopes("a/b/c.rs") {
+            assert!(in_path_scope("a/b/c.rs", &scope));
+        }
+        assert!(!in_path_scope("a/bc/d.rs", "a/b"));
     }
 }

@@ -31,6 +31,8 @@ pub struct Span {
     pub end_line: u32,
     /// The chunks, by `chunk_index`, each once.
     pub chunks: Vec<ResultChunk>,
+    /// The reranker's score for the span's text, when a reranker ran.
+    pub rerank_score: Option<f32>,
 }
 
 /// One document of a response.
@@ -129,6 +131,7 @@ fn spans(chunks: BTreeMap<u32, ResultChunk>) -> Vec<Span> {
                 span.chunks.push(chunk);
             }
             _ => spans.push(Span {
+                rerank_score: None,
                 start_line: chunk.chunk.start_line,
                 end_line: chunk.chunk.end_line,
                 chunks: vec![chunk],

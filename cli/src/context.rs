@@ -1,0 +1,68 @@
+//! What every index/search/status command needs: configuration, the data
+//! directory and the embedding model, resolved flag → environment → weft.toml
+//! → default.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+use weft_config::WeftConfig;
+use weft_core::ports::Embedder;
+use weft_embed_candle::LocalEmbedder;
+use weft_pipeline::{DataDir, default_data_dir, default_model_dir};
+
+/// Where the index and the model are.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// The data directory (default: `data.dir` in weft.toml, else the
+    /// platform's data directory, e.g. ~/.local/share/weft).
+    #[arg(long, env = "WEFT_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// A BERT-family sentence-embedding model directory (model.safetensors,
+    /// config.json, tokenizer.json). Default: `embedding.model_dir`, else
+    /// ~/.cache/weft/models/all-MiniLM-L6-v2 (fetched by tools/fetch-model.sh).
+    #[arg(long, env = "WEFT_MODEL_DIR", value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+}
+
+/// Resolved settings.
+pub struct Context {
+    pub config: WeftConfig,
+    pub data_dir: DataDir,
+    pub model_dir: PathBuf,
+}
+
+impl Context {
+    pub fn load(config_file: Option<&Path>, args: &StoreArgs) -> anyhow::Result<Self> {
+        let config = weft_config::load(config_file)?.config;
+        let data_dir = args
+            .data_dir
+            .clone()
+            .or_else(|| config.data.dir.clone())
+            .unwrap_or_else(default_data_dir);
+        let model_dir = args
+            .model_dir
+            .clone()
+            .or_else(|| config.embedding.model_dir.clone())
+            .unwrap_or_else(default_model_dir);
+        Ok(Self {
+            config,
+            data_dir: DataDir::new(data_dir),
+            model_dir,
+        })
+    }
+
+    /// The model's id: its directory's name.
+    pub fn model_id(&self) -> String {
+        LocalEmbedder::model_id_of(&self.model_dir)
+    }
+
+    /// Loads the model now.
+    pub fn load_model(&self) -> anyhow::Result<Arc<dyn Embedder>> {
+        let model = LocalEmbedder::load(&self.model_dir, self.config.embedding.max_tokens)
+            .with_context(|| "cannot load the embedding model")?;
+        Ok(Arc::new(model))
+    }
+}

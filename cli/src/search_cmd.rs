@@ -1,0 +1,272 @@
+//! `weft search QUERY`: the best chunks and their neighbours, by document.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use serde_json::{Value, json};
+use weft_core::ContentType;
+use weft_core::ports::{Embedder, Reranker};
+use weft_core::query::{QueryEngine, SearchMode, SearchRequest, SearchResponse};
+use weft_core::retrieval::SearchFilter;
+
+use crate::context::{Context, StoreArgs};
+
+/// Arguments of `weft search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The question, in plain words.
+    pub query: String,
+
+    /// Only these projects (repeatable).
+    #[arg(long)]
+    pub project: Vec<String>,
+
+    /// Only this content type: code, prose or api_reference (repeatable).
+    #[arg(long = "type", value_name = "TYPE")]
+    pub content_type: Vec<String>,
+
+    /// Only this language, e.g. java, markdown (repeatable).
+    #[arg(long)]
+    pub language: Vec<String>,
+
+    /// Only documents at or under this path.
+    #[arg(long, value_name = "PREFIX")]
+    pub path: Option<String>,
+
+    /// Number of hits (matched chunks) before neighbour expansion.
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+
+    /// hybrid (vector and text, fused), vector, or text (no model needed).
+    #[arg(long, default_value = "hybrid")]
+    pub mode: SearchMode,
+
+    /// Return the matched chunks only, without their neighbours.
+    #[arg(long)]
+    pub no_expand: bool,
+
+    /// Show vector and text ranks and scores, fused score and boost per chunk.
+    #[arg(long)]
+    pub explain: bool,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    /// Print JSON for machines instead of text for people.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<ExitCode> {
+    if args.query.trim().is_empty() {
+        bail!("the query is empty");
+    }
+    let content_types = args
+        .content_type
+        .iter()
+        .map(|t| {
+            t.parse::<ContentType>()
+                .map_err(|e| anyhow::anyhow!("--type: {e}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let ctx = Context::load(config_file, &args.store)?;
+    let stores = ctx.data_dir.open_existing()?;
+    let embedder: Option<Arc<dyn Embedder>> = match args.mode {
+        SearchMode::Text => None,
+        _ => {
+            let model_id = ctx.model_id();
+            if model_id != stores.meta.model {
+                bail!(
+                    "{} was indexed with the model {}, but the model in {} is {model_id}; \
+                     pass --model-dir for {} or use --mode text",
+                    ctx.data_dir.path().display(),
+                    stores.meta.model,
+                    ctx.model_dir.display(),
+                    stores.meta.model
+                );
+            }
+            Some(ctx.load_model()?)
+        }
+    };
+    let reranker = crate::rerank::from_config(&ctx.config.rerank)?;
+    let engine = QueryEngine::new(
+        stores.vectors.clone(),
+        stores.text.clone(),
+        embedder,
+        reranker.clone(),
+        ctx.config.retrieval.clone(),
+    );
+    let request = SearchRequest {
+        query: args.query.clone(),
+        filter: SearchFilter {
+            projects: args.project.clone(),
+            content_types,
+            languages: args.language.clone(),
+            path_prefix: args.path.clone(),
+        },
+        limit: args.limit,
+        mode: args.mode,
+        expand: !args.no_expand,
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let response = runtime.block_on(engine.search(&request))?;
+    if args.json {
+        let out = to_json(args, &response, reranker.as_deref());
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_text(args, &response)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// DESIGN §7: results[] → spans[] → chunks[] (chunk fields plus matched,
+/// score, and under --explain the components).
+fn to_json(args: &SearchArgs, response: &SearchResponse, reranker: Option<&dyn Reranker>) -> Value {
+    let results: Vec<Value> = response
+        .results
+        .iter()
+        .map(|doc| {
+            let spans: Vec<Value> = doc
+                .spans
+                .iter()
+                .map(|span| {
+                    let chunks: Vec<Value> = span
+                        .chunks
+                        .iter()
+                        .map(|c| {
+                            let mut v = serde_json::to_value(&c.chunk).unwrap_or(Value::Null);
+                            if let Value::Object(map) = &mut v {
+                                map.insert("matched".into(), json!(c.matched));
+                                map.insert("score".into(), json!(c.score));
+                                if args.explain {
+                                    map.insert(
+                                        "explain".into(),
+                                        json!({
+                                            "vector_rank": c.vector.map(|x| x.rank),
+                                            "vector_score": c.vector.map(|x| x.score),
+                                            "text_rank": c.text.map(|x| x.rank),
+                                            "text_score": c.text.map(|x| x.score),
+                                            "fused_score": c.score,
+                                            "boost": c.boost,
+                                        }),
+                                    );
+                                }
+                            }
+                            v
+                        })
+                        .collect();
+                    let mut s = json!({
+                        "start_line": span.start_line,
+                        "end_line": span.end_line,
+                        "chunks": chunks,
+                    });
+                    if let Some(r) = span.rerank_score {
+                        s["rerank_score"] = json!(r);
+                    }
+                    s
+                })
+                .collect();
+            json!({
+                "document_id": doc.document_id.as_str(),
+                "uri": doc.uri,
+                "title": doc.title,
+                "score": doc.score,
+                "spans": spans,
+            })
+        })
+        .collect();
+    json!({
+        "query": args.query,
+        "mode": args.mode,
+        "expand": !args.no_expand,
+        "reranker": reranker.map(|r| r.name().to_owned()),
+        "cached_embedding": response.cached_embedding,
+        "neighbours_requested": response.neighbours_requested,
+        "timings": response.timings,
+        "results": results,
+    })
+}
+
+fn print_text(args: &SearchArgs, response: &SearchResponse) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if response.results.is_empty() {
+        writeln!(out, "no results for {:?}", args.query)?;
+        return Ok(());
+    }
+    for (i, doc) in response.results.iter().enumerate() {
+        writeln!(
+            out,
+            "{}. {}  (score {:.4}){}",
+            i + 1,
+            doc.uri,
+            doc.score,
+            if doc.title.is_empty() || doc.uri.ends_with(&doc.title) {
+                String::new()
+            } else {
+                format!("  {}", doc.title)
+            }
+        )?;
+        for span in &doc.spans {
+            write!(out, "   lines {}-{}", span.start_line, span.end_line)?;
+            if let Some(r) = span.rerank_score {
+                write!(out, "  (rerank {r:.3})")?;
+            }
+            writeln!(out)?;
+            for c in &span.chunks {
+                let section = if c.chunk.section.is_empty() {
+                    String::new()
+                } else {
+                    format!("  {}", c.chunk.section)
+                };
+                writeln!(
+                    out,
+                    "   {} L{}-{}{}  [{:.4}]",
+                    if c.matched { "match  " } else { "context" },
+                    c.chunk.start_line,
+                    c.chunk.end_line,
+                    section,
+                    c.score
+                )?;
+                if args.explain {
+                    let component = |x: Option<weft_core::retrieval::Component>| {
+                        x.map_or("-".to_owned(), |x| format!("#{} {:.4}", x.rank, x.score))
+                    };
+                    writeln!(
+                        out,
+                        "           vector {}  text {}  boost x{:.3}  fused {:.5}",
+                        component(c.vector),
+                        component(c.text),
+                        c.boost,
+                        c.score
+                    )?;
+                }
+                for (n, line) in c.chunk.content.lines().enumerate() {
+                    writeln!(out, "     {:>5} | {line}", c.chunk.start_line as usize + n)?;
+                }
+            }
+        }
+        writeln!(out)?;
+    }
+    let t = &response.timings;
+    writeln!(
+        out,
+        "{} documents in {:.0} ms (embed {:.0}{}, search {:.0}, neighbour fetch {:.0} for {} ids, rerank {:.0})",
+        response.results.len(),
+        t.total_ms,
+        t.embed_ms,
+        if response.cached_embedding {
+            " cached"
+        } else {
+            ""
+        },
+        t.search_ms,
+        t.fetch_ms,
+        response.neighbours_requested,
+        t.rerank_ms
+    )?;
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! `weft index`, `weft search` and `weft status` as a user runs them: real
+//! processes, the real model, a real data directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn model_dir() -> PathBuf {
+    std::env::var_os("WEFT_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+                .join(".cache/weft/models/all-MiniLM-L6-v2")
+        })
+}
+
+/// Runs weft with `data` as data directory and the test model.
+fn weft(args: &[&str], data: &Path, cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .current_dir(cwd)
+        .env("WEFT_DATA_DIR", data)
+        .env("WEFT_MODEL_DIR", model_dir())
+        .env_remove("WEFT__RERANK__KIND")
+        .output()
+        .expect("weft runs")
+}
+
+fn json(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "weft failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(
+        root.join("src/Retry.java"),
+        "package net;\n\n/** Retries a failing call with exponential backoff between attempts. */\n\
+         public class Retry {\n  private final int maxAttempts;\n\n  public Retry(int maxAttempts) {\n    \
+         this.maxAttempts = maxAttempts;\n  }\n\n  /** Waits twice as long after each failure, up to a cap. */\n  \
+         public long backoffMillis(int attempt) {\n    return Math.min(100L << attempt, 30_000L);\n  }\n\n  \
+         /** Runs the call until it succeeds or the attempts are used up. */\n  \
+         public <T> T run(java.util.concurrent.Callable<T> call) throws Exception {\n    Exception last = null;\n    \
+         for (int i = 0; i < maxAttempts; i++) {\n      try {\n        return call.call();\n      } catch (Exception e) {\n        \
+         last = e;\n        Thread.sleep(backoffMillis(i));\n      }\n    }\n    throw last;\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("docs/logging.md"),
+        "# Logging\n\n## Levels\n\nSet the log level with the LOG_LEVEL environment variable: debug, info, warn or error.\n\n\
+         ## Rotation\n\nLog files rotate daily and are kept for two weeks before they are compressed and removed.\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn index_search_status_and_an_unchanged_rerun() {
+    let tree = tree();
+    let data = tempfile::tempdir().unwrap();
+    let root = tree.path().to_str().unwrap();
+    let out = json(&weft(
+        &["index", root, "--project", "demo", "--json"],
+        data.path(),
+        tree.path(),
+    ));
+    let run = &out["runs"][0];
+    assert_eq!(run["project"], "demo");
+    assert_eq!(run["documents_indexed"], 2, "{out:#}");
+    assert!(run["chunks_written"].as_u64().unwrap() >= 3, "{out:#}");
+
+    let found = json(&weft(
+        &[
+            "search",
+            "wait longer after every failed attempt",
+            "--json",
+            "--explain",
+        ],
+        data.path(),
+        tree.path(),
+    ));
+    let top = &found["results"][0];
+    assert_eq!(top["uri"], "src/Retry.java", "{found:#}");
+    let chunks: Vec<&Value> = top["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["chunks"].as_array().unwrap())
+        .collect();
+    assert!(chunks.iter().any(|c| c["matched"] == true));
+    for c in &chunks {
+        // Chunk fields of DESIGN §3 plus matched and score; explain components.
+        for key in [
+            "document_id",
+            "chunk_index",
+            "start_line",
+            "end_line",
+            "content",
+            "matched",
+            "score",
+        ] {
+            assert!(c.get(key).is_some(), "{key} missing in {c:#}");
+        }
+        assert!(c["explain"].get("boost").is_some(), "{c:#}");
+    }
+    let text = weft(
+        &["search", "log rotation", "--explain"],
+        data.path(),
+        tree.path(),
+    );
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("docs/logging.md") && text.contains("vector #"),
+        "{text}"
+    );
+
+    let bare = json(&weft(
+        &[
+            "search",
+            "log rotation",
+            "--json",
+            "--no-expand",
+            "--mode",
+            "text",
+        ],
+        data.path(),
+        tree.path(),
+    ));
+    for doc in bare["results"].as_array().unwrap() {
+        for span in doc["spans"].as_array().unwrap() {
+            assert!(
+                span["chunks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|c| c["matched"] == true)
+            );
+        }
+    }
+
+    let status = json(&weft(&["status", "--json"], data.path(), tree.path()));
+    assert_eq!(status["projects"][0]["name"], "demo");
+    assert_eq!(status["documents"], 2);
+    assert_eq!(
+        status["chunks"]["vector_index"],
+        status["chunks"]["text_index"]
+    );
+
+    let again = json(&weft(
+        &["index", root, "--project", "demo", "--json"],
+        data.path(),
+        tree.path(),
+    ));
+    assert_eq!(again["runs"][0]["documents_unchanged"], 2, "{again:#}");
+    assert_eq!(again["runs"][0]["chunks_written"], 0);
+    assert_eq!(again["runs"][0]["model_loaded"], false);
+}
+
+#[test]
+fn a_missing_model_names_the_command_that_fetches_it() {
+    let tree = tree();
+    let data = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(["index", tree.path().to_str().unwrap()])
+        .env("WEFT_DATA_DIR", data.path())
+        .env("WEFT_MODEL_DIR", tree.path().join("no-model-here"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("tools/fetch-model.sh"), "{err}");
+    assert!(err.contains("no-model-here"), "{err}");
+}
+
+#[test]
+fn searching_before_indexing_and_a_corrupt_data_dir_are_explained() {
+    let tree = tree();
+    let data = tempfile::tempdir().unwrap();
+    let out = weft(&["search", "anything"], data.path(), tree.path());
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("weft index"), "{}", stderr(&out));
+
+    // Index, then break the catalog: the error names the file.
+    let root = tree.path().to_str().unwrap();
+    json(&weft(&["index", root, "--json"], data.path(), tree.path()));
+    std::fs::write(data.path().join("catalog.redb"), b"this is not a database").unwrap();
+    let out = weft(&["search", "log rotation"], data.path(), tree.path());
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("catalog.redb"), "{}", stderr(&out));
+
+    // A broken marker file is named too.
+    std::fs::write(data.path().join("weft-data.json"), b"{").unwrap();
+    let out = weft(&["status"], data.path(), tree.path());
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("weft-data.json"), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_arguments_are_named() {
+    let tree = tree();
+    let data = tempfile::tempdir().unwrap();
+    let out = weft(
+        &["search", "x", "--mode", "fuzzy"],
+        data.path(),
+        tree.path(),
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("fuzzy"), "{}", stderr(&out));
+    let out = weft(&["index", "/no/such/dir"], data.path(), tree.path());
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("/no/such/dir"), "{}", stderr(&out));
+}

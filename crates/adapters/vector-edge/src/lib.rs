@@ -1,0 +1,407 @@
+//! # weft-vector-edge
+//!
+//! The embedded vector index: one [qdrant-edge] shard in a directory of the
+//! data directory. Points are keyed by [`ChunkId`] (a UUID) and carry the
+//! whole chunk as payload, so search hits and neighbour fetches come back as
+//! chunks, as they do from a Qdrant server. Payload indexes on `project`,
+//! `document_id`, `chunk_index`, `content_type`, `language` and `path_scopes`
+//! (every directory of the chunk's uri, and the uri) serve the filters.
+//!
+//! qdrant-edge is synchronous; [`EdgeVectorIndex`]'s [`VectorIndex`] methods
+//! run it on tokio's blocking pool. [`VectorIndex::commit`] flushes and runs
+//! the optimizers, which build the HNSW index after bulk loads.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), weft_vector_edge::VectorIndexError> {
+//! let index = weft_vector_edge::EdgeVectorIndex::open_or_create("data/vectors".as_ref(), 384)?;
+//! assert_eq!(index.dimension(), 384);
+//! # Ok(()) }
+//! ```
+//!
+//! [qdrant-edge]: https://crates.io/crates/qdrant-edge
+
+#![warn(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use qdrant_edge::{
+    CountRequest, DEFAULT_VECTOR_NAME, Distance, EdgeConfigBuilder, EdgeShard,
+    EdgeVectorParamsBuilder, FieldIndexOperations, Filter, NamedQuery, PayloadFieldSchema,
+    PayloadSchemaType, PointId, PointInsertOperations, PointOperations, PointStruct, QueryEnum,
+    SearchRequest, UpdateOperation, WithPayloadInterface, WithVector,
+};
+use serde_json::{Value, json};
+use weft_core::ports::{PortError, PortResult, VectorIndex};
+use weft_core::retrieval::{ScoredChunk, SearchFilter, path_scopes};
+use weft_core::{Chunk, ChunkId, DocumentId};
+
+/// The payload key holding the chunk's path scopes (not a chunk field).
+const PATH_SCOPES: &str = "path_scopes";
+const COMPONENT: &str = "vector index (qdrant-edge)";
+
+/// What went wrong with the vector index.
+#[derive(Debug, thiserror::Error)]
+pub enum VectorIndexError {
+    /// The directory holds no readable shard.
+    #[error("vector index {path} cannot be opened ({message}); remove it and re-index")]
+    Unreadable {
+        /// The shard directory.
+        path: PathBuf,
+        /// What qdrant-edge said.
+        message: String,
+    },
+    /// The shard was made for vectors of another length (another model).
+    #[error(
+        "vector index {path} holds {found}-dimensional vectors but the model makes {expected}; \
+         re-index with `weft index --reindex` or use another data directory"
+    )]
+    DimensionMismatch {
+        /// The shard directory.
+        path: PathBuf,
+        /// The dimension the model produces.
+        expected: usize,
+        /// The dimension the shard was created with.
+        found: usize,
+    },
+    /// An operation failed.
+    #[error("qdrant-edge: {0}")]
+    Operation(String),
+    /// A stored payload is not a chunk.
+    #[error("stored point {id} is not a weft chunk: {message}")]
+    CorruptPayload {
+        /// The point id.
+        id: String,
+        /// What failed to decode.
+        message: String,
+    },
+    /// Vectors and chunks do not pair up.
+    #[error("{chunks} chunks but {vectors} vectors, or a vector of the wrong length")]
+    Mismatch {
+        /// Number of chunks given.
+        chunks: usize,
+        /// Number of vectors given.
+        vectors: usize,
+    },
+}
+
+fn op(e: impl std::fmt::Display) -> VectorIndexError {
+    VectorIndexError::Operation(e.to_string())
+}
+
+/// A qdrant-edge shard of chunk embeddings. Cloning is cheap and shares the shard.
+#[derive(Clone)]
+pub struct EdgeVectorIndex {
+    shard: Arc<EdgeShard>,
+    dimension: usize,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for EdgeVectorIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EdgeVectorIndex")
+            .field("path", &self.path)
+            .field("dimension", &self.dimension)
+            .finish()
+    }
+}
+
+impl EdgeVectorIndex {
+    /// Opens the shard in `dir`, or creates it (with its payload indexes) for
+    /// vectors of `dimension` floats. An existing shard of another dimension
+    /// is an error, not silently replaced.
+    pub fn open_or_create(dir: &Path, dimension: usize) -> Result<Self, VectorIndexError> {
+        let unreadable = |message: String| VectorIndexError::Unreadable {
+            path: dir.to_owned(),
+            message,
+        };
+        let exists = dir.join("edge_config.json").exists() || dir.join("segments").exists();
+        if exists {
+            let shard = EdgeShard::load(dir, None).map_err(|e| unreadable(e.to_string()))?;
+            let found = shard
+                .config()
+                .vectors
+                .get(DEFAULT_VECTOR_NAME)
+                .map(|v| v.size)
+                .ok_or_else(|| unreadable("it has no default dense vector".into()))?;
+            if found != dimension {
+                return Err(VectorIndexError::DimensionMismatch {
+                    path: dir.to_owned(),
+                    expected: dimension,
+                    found,
+                });
+            }
+            return Ok(Self {
+                shard: Arc::new(shard),
+                dimension,
+                path: dir.to_owned(),
+            });
+        }
+        std::fs::create_dir_all(dir).map_err(|e| unreadable(e.to_string()))?;
+        let config = EdgeConfigBuilder::new()
+            .vector(
+                DEFAULT_VECTOR_NAME,
+                EdgeVectorParamsBuilder::new(dimension, Distance::Cosine).build(),
+            )
+            .on_disk_payload(true)
+            .build();
+        let shard = EdgeShard::new(dir, config).map_err(|e| unreadable(e.to_string()))?;
+        for (field, kind) in [
+            ("project", PayloadSchemaType::Keyword),
+            ("document_id", PayloadSchemaType::Keyword),
+            ("content_type", PayloadSchemaType::Keyword),
+            ("language", PayloadSchemaType::Keyword),
+            (PATH_SCOPES, PayloadSchemaType::Keyword),
+            ("chunk_index", PayloadSchemaType::Integer),
+        ] {
+            let field_name = field
+                .try_into()
+                .map_err(|()| op(format!("invalid payload field name {field}")))?;
+            shard
+                .update(UpdateOperation::FieldIndexOperation(
+                    FieldIndexOperations::CreateIndex(qdrant_edge::CreateIndex {
+                        field_name,
+                        field_schema: Some(PayloadFieldSchema::FieldType(kind)),
+                    }),
+                ))
+                .map_err(op)?;
+        }
+        Ok(Self {
+            shard: Arc::new(shard),
+            dimension,
+            path: dir.to_owned(),
+        })
+    }
+
+    /// The length of the stored vectors.
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// Inserts or replaces `chunks` with their vectors.
+    pub fn upsert_blocking(
+        &self,
+        chunks: &[Chunk],
+        vectors: &[Vec<f32>],
+    ) -> Result<(), VectorIndexError> {
+        if chunks.len() != vectors.len() || vectors.iter().any(|v| v.len() != self.dimension) {
+            return Err(VectorIndexError::Mismatch {
+                chunks: chunks.len(),
+                vectors: vectors.len(),
+            });
+        }
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        let mut points = Vec::with_capacity(chunks.len());
+        for (chunk, vector) in chunks.iter().zip(vectors) {
+            let mut payload = serde_json::to_value(chunk).map_err(op)?;
+            if let Value::Object(map) = &mut payload {
+                map.insert(PATH_SCOPES.into(), json!(path_scopes(&chunk.uri)));
+            }
+            points.push(
+                PointStruct::new(PointId::Uuid(chunk.id().as_uuid()), vector.clone(), payload)
+                    .into(),
+            );
+        }
+        self.shard
+            .update(UpdateOperation::PointOperation(
+                PointOperations::UpsertPoints(PointInsertOperations::PointsList(points)),
+            ))
+            .map_err(op)
+    }
+
+    /// Deletes the chunks of `document` with `chunk_index >= from`.
+    pub fn delete_document_from_blocking(
+        &self,
+        document: &DocumentId,
+        from: u32,
+    ) -> Result<(), VectorIndexError> {
+        let filter = json!({"must": [
+            {"key": "document_id", "match": {"value": document.as_str()}},
+            {"key": "chunk_index", "range": {"gte": from}},
+        ]});
+        self.delete_by(filter)
+    }
+
+    /// Deletes every chunk of `project`.
+    pub fn delete_project_blocking(&self, project: &str) -> Result<(), VectorIndexError> {
+        self.delete_by(json!({"must": [{"key": "project", "match": {"value": project}}]}))
+    }
+
+    fn delete_by(&self, filter: Value) -> Result<(), VectorIndexError> {
+        let filter: Filter = serde_json::from_value(filter).map_err(op)?;
+        self.shard
+            .update(UpdateOperation::PointOperation(
+                PointOperations::DeletePointsByFilter(filter),
+            ))
+            .map_err(op)
+    }
+
+    /// The `limit` chunks nearest `vector` (cosine) that pass `filter`, best first.
+    pub fn search_blocking(
+        &self,
+        vector: &[f32],
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> Result<Vec<ScoredChunk>, VectorIndexError> {
+        if vector.len() != self.dimension {
+            return Err(VectorIndexError::Mismatch {
+                chunks: 1,
+                vectors: 1,
+            });
+        }
+        let points = self
+            .shard
+            .search(SearchRequest {
+                query: QueryEnum::Nearest(NamedQuery {
+                    query: vector.to_vec().into(),
+                    using: None,
+                }),
+                filter: to_filter(filter)?,
+                params: None,
+                limit,
+                offset: 0,
+                with_payload: Some(WithPayloadInterface::Bool(true)),
+                with_vector: Some(WithVector::Bool(false)),
+                score_threshold: None,
+            })
+            .map_err(op)?;
+        points
+            .into_iter()
+            .map(|p| {
+                Ok(ScoredChunk {
+                    chunk: decode(&p.id, p.payload)?,
+                    score: p.score,
+                })
+            })
+            .collect()
+    }
+
+    /// The chunks with these ids, in one call; missing ids are skipped.
+    pub fn get_blocking(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>, VectorIndexError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<PointId> = ids.iter().map(|id| PointId::Uuid(id.as_uuid())).collect();
+        let records = self
+            .shard
+            .retrieve(
+                &ids,
+                Some(WithPayloadInterface::Bool(true)),
+                Some(WithVector::Bool(false)),
+            )
+            .map_err(op)?;
+        records
+            .into_iter()
+            .map(|r| decode(&r.id, r.payload))
+            .collect()
+    }
+
+    /// Number of stored chunks.
+    pub fn count_blocking(&self) -> Result<u64, VectorIndexError> {
+        let n = self
+            .shard
+            .count(CountRequest {
+                filter: None,
+                exact: true,
+            })
+            .map_err(op)?;
+        Ok(n as u64)
+    }
+
+    /// Flushes to disk and runs the optimizers (index building, vacuum).
+    pub fn commit_blocking(&self) -> Result<(), VectorIndexError> {
+        self.shard.flush();
+        self.shard.optimize().map_err(op)?;
+        self.shard.flush();
+        Ok(())
+    }
+}
+
+/// The filter of a [`SearchFilter`] in Qdrant's JSON filter language.
+fn to_filter(filter: &SearchFilter) -> Result<Option<Filter>, VectorIndexError> {
+    let mut must = Vec::new();
+    if !filter.projects.is_empty() {
+        must.push(json!({"key": "project", "match": {"any": filter.projects}}));
+    }
+    if !filter.content_types.is_empty() {
+        let types: Vec<&str> = filter.content_types.iter().map(|t| t.as_str()).collect();
+        must.push(json!({"key": "content_type", "match": {"any": types}}));
+    }
+    if !filter.languages.is_empty() {
+        must.push(json!({"key": "language", "match": {"any": filter.languages}}));
+    }
+    if let Some(scope) = filter.path_scope() {
+        must.push(json!({"key": PATH_SCOPES, "match": {"value": scope}}));
+    }
+    if must.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_value(json!({ "must": must }))
+        .map(Some)
+        .map_err(op)
+}
+
+fn decode(id: &PointId, payload: Option<qdrant_edge::Payload>) -> Result<Chunk, VectorIndexError> {
+    let corrupt = |message: String| VectorIndexError::CorruptPayload {
+        id: id.to_string(),
+        message,
+    };
+    let mut map = payload.ok_or_else(|| corrupt("no payload".into()))?.0;
+    map.remove(PATH_SCOPES);
+    serde_json::from_value(Value::Object(map.into_iter().collect()))
+        .map_err(|e| corrupt(e.to_string()))
+}
+
+async fn blocking<T: Send + 'static>(
+    index: &EdgeVectorIndex,
+    f: impl FnOnce(&EdgeVectorIndex) -> Result<T, VectorIndexError> + Send + 'static,
+) -> PortResult<T> {
+    let index = index.clone();
+    tokio::task::spawn_blocking(move || f(&index))
+        .await
+        .map_err(|e| PortError::new(COMPONENT, e))?
+        .map_err(|e| PortError::new(COMPONENT, e))
+}
+
+#[async_trait::async_trait]
+impl VectorIndex for EdgeVectorIndex {
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    async fn upsert(&self, chunks: &[Chunk], vectors: &[Vec<f32>]) -> PortResult<()> {
+        let (chunks, vectors) = (chunks.to_vec(), vectors.to_vec());
+        blocking(self, move |i| i.upsert_blocking(&chunks, &vectors)).await
+    }
+    async fn delete_document_from(&self, document: &DocumentId, from_index: u32) -> PortResult<()> {
+        let document = document.clone();
+        blocking(self, move |i| {
+            i.delete_document_from_blocking(&document, from_index)
+        })
+        .await
+    }
+    async fn delete_project(&self, project: &str) -> PortResult<()> {
+        let project = project.to_owned();
+        blocking(self, move |i| i.delete_project_blocking(&project)).await
+    }
+    async fn search(
+        &self,
+        vector: &[f32],
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> PortResult<Vec<ScoredChunk>> {
+        let (vector, filter) = (vector.to_vec(), filter.clone());
+        blocking(self, move |i| i.search_blocking(&vector, &filter, limit)).await
+    }
+    async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>> {
+        let ids = ids.to_vec();
+        blocking(self, move |i| i.get_blocking(&ids)).await
+    }
+    async fn count(&self) -> PortResult<u64> {
+        blocking(self, |i| i.count_blocking()).await
+    }
+    async fn commit(&self) -> PortResult<()> {
+        blocking(self, |i| i.commit_blocking()).await
+    }
+}

@@ -1,0 +1,171 @@
+//! The ports: what the pipeline needs from its stores, its embedding model and
+//! its reranker. Each has an embedded implementation in `crates/adapters` and
+//! (for the distributed deployment) a networked one.
+//!
+//! Every method is async so that networked adapters fit; embedded adapters
+//! run their blocking work on a blocking thread pool.
+
+use async_trait::async_trait;
+
+use crate::retrieval::{ScoredChunk, SearchFilter};
+use crate::{Chunk, ChunkId, DocumentId};
+
+/// An error from an adapter behind a port: which component failed and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{component}: {source}")]
+pub struct PortError {
+    /// The failing component, e.g. "vector index (qdrant-edge)".
+    pub component: String,
+    /// The underlying error.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl PortError {
+    /// Wraps `source` as an error of `component`.
+    pub fn new(
+        component: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self {
+            component: component.into(),
+            source: source.into(),
+        }
+    }
+}
+
+/// Result of a port call.
+pub type PortResult<T> = Result<T, PortError>;
+
+/// Nearest-neighbour search over chunk embeddings. Points are keyed by
+/// [`ChunkId`] and carry the chunk, so hits and neighbours come back whole.
+#[async_trait]
+pub trait VectorIndex: Send + Sync {
+    /// The dimension the index was created with.
+    fn dimension(&self) -> usize;
+    /// Inserts or replaces `chunks` with their `vectors` (same order, same length).
+    async fn upsert(&self, chunks: &[Chunk], vectors: &[Vec<f32>]) -> PortResult<()>;
+    /// Deletes the chunks of `document` with `chunk_index >= from_index`
+    /// (0 deletes the whole document).
+    async fn delete_document_from(&self, document: &DocumentId, from_index: u32) -> PortResult<()>;
+    /// Deletes every chunk of `project`.
+    async fn delete_project(&self, project: &str) -> PortResult<()>;
+    /// The `limit` chunks nearest to `vector` that pass `filter`, best first.
+    async fn search(
+        &self,
+        vector: &[f32],
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> PortResult<Vec<ScoredChunk>>;
+    /// The chunks with these ids, in one call; missing ids are skipped.
+    async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>>;
+    /// Number of chunks stored.
+    async fn count(&self) -> PortResult<u64>;
+    /// Makes written data durable and searchable (and optimises after bulk loads).
+    async fn commit(&self) -> PortResult<()>;
+}
+
+/// Full-text (BM25) search over chunks.
+#[async_trait]
+pub trait TextIndex: Send + Sync {
+    /// Inserts or replaces `chunks`.
+    async fn upsert(&self, chunks: &[Chunk]) -> PortResult<()>;
+    /// Deletes the chunks of `document` with `chunk_index >= from_index`.
+    async fn delete_document_from(&self, document: &DocumentId, from_index: u32) -> PortResult<()>;
+    /// Deletes every chunk of `project`.
+    async fn delete_project(&self, project: &str) -> PortResult<()>;
+    /// The `limit` best chunks for the plain-words `query` that pass `filter`.
+    async fn search(
+        &self,
+        query: &str,
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> PortResult<Vec<ScoredChunk>>;
+    /// The chunks with these ids, in one call; missing ids are skipped.
+    async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>>;
+    /// Number of chunks stored.
+    async fn count(&self) -> PortResult<u64>;
+    /// Makes written data durable and searchable.
+    async fn commit(&self) -> PortResult<()>;
+}
+
+/// What the catalog knows about one indexed document.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DocumentRecord {
+    /// The document's id.
+    pub document_id: DocumentId,
+    /// Its project.
+    pub project: String,
+    /// Its uri within the project.
+    pub uri: String,
+    /// sha256 of its content as read.
+    pub content_hash: String,
+    /// How many chunks it was stored as.
+    pub chunk_count: u32,
+    /// Embedding model id and embedding format it was embedded with.
+    pub embedding: String,
+}
+
+/// Where a project came from and how far it has been indexed.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct ProjectState {
+    /// The source as given (a path, git URL or start URL).
+    pub source: String,
+    /// For git sources, the last indexed commit.
+    pub revision: Option<String>,
+}
+
+/// What is indexed, by content hash: decides what a re-index skips.
+#[async_trait]
+pub trait Catalog: Send + Sync {
+    /// The record of one document, if indexed.
+    async fn document(&self, id: &DocumentId) -> PortResult<Option<DocumentRecord>>;
+    /// Inserts or replaces records.
+    async fn put_documents(&self, records: &[DocumentRecord]) -> PortResult<()>;
+    /// Removes records.
+    async fn remove_documents(&self, ids: &[DocumentId]) -> PortResult<()>;
+    /// All records, or those of one project.
+    async fn documents(&self, project: Option<&str>) -> PortResult<Vec<DocumentRecord>>;
+    /// A project's state.
+    async fn project(&self, name: &str) -> PortResult<Option<ProjectState>>;
+    /// Records a project's state.
+    async fn put_project(&self, name: &str, state: &ProjectState) -> PortResult<()>;
+    /// All projects with their states.
+    async fn projects(&self) -> PortResult<Vec<(String, ProjectState)>>;
+    /// Forgets a project (its document records are removed separately).
+    async fn remove_project(&self, name: &str) -> PortResult<()>;
+}
+
+/// Turns texts into unit vectors.
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    /// Identifies the model, e.g. "all-MiniLM-L6-v2"; recorded with every document.
+    fn model_id(&self) -> &str;
+    /// Vector dimension.
+    fn dimension(&self) -> usize;
+    /// One vector per text, in order.
+    async fn embed(&self, texts: &[String]) -> PortResult<Vec<Vec<f32>>>;
+}
+
+/// Scores (query, passage) pairs; higher is more relevant.
+#[async_trait]
+pub trait Reranker: Send + Sync {
+    /// Identifies the reranker, for status and explain output.
+    fn name(&self) -> &str;
+    /// One score per passage, in order.
+    async fn rerank(&self, query: &str, passages: &[String]) -> PortResult<Vec<f32>>;
+}
+
+/// The reranker that keeps the fused order: every passage scores the same.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoRerank;
+
+#[async_trait]
+impl Reranker for NoRerank {
+    fn name(&self) -> &str {
+        "none"
+    }
+    async fn rerank(&self, _query: &str, passages: &[String]) -> PortResult<Vec<f32>> {
+        Ok(vec![0.0; passages.len()])
+    }
+}

@@ -1,0 +1,327 @@
+//! The query pipeline of DESIGN §5 over the ports: embed the query (cached),
+//! vector and text search concurrently with the same filter, fusion, boosts,
+//! **one** batched fetch of every planned neighbour, spans, optional rerank.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ports::{Embedder, PortResult, Reranker, TextIndex, VectorIndex};
+use crate::retrieval::{
+    self, DocumentResult, NeighbourPlan, RetrievalConfig, ScoredChunk, SearchFilter,
+};
+
+/// Which retrievers a search uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// Vector and text search, fused.
+    #[default]
+    Hybrid,
+    /// Vector search only.
+    Vector,
+    /// Text (BM25) search only; the model is not needed.
+    Text,
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "hybrid" => Ok(Self::Hybrid),
+            "vector" => Ok(Self::Vector),
+            "text" => Ok(Self::Text),
+            other => Err(format!(
+                "unknown search mode {other:?}: use hybrid, vector or text"
+            )),
+        }
+    }
+}
+
+/// One search.
+#[derive(Debug, Clone, Default)]
+pub struct SearchRequest {
+    /// The question, in plain words.
+    pub query: String,
+    /// Filters applied by both retrievers.
+    pub filter: SearchFilter,
+    /// Number of hits (matched chunks) wanted before expansion.
+    pub limit: usize,
+    /// Retrievers to use.
+    pub mode: SearchMode,
+    /// Fetch neighbours around the hits (the default).
+    pub expand: bool,
+}
+
+/// How long each stage took, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Timings {
+    /// Embedding the query (0 on a cache hit).
+    pub embed_ms: f64,
+    /// Vector and text search, concurrently.
+    pub search_ms: f64,
+    /// The one batched neighbour fetch.
+    pub fetch_ms: f64,
+    /// Reranking.
+    pub rerank_ms: f64,
+    /// Everything.
+    pub total_ms: f64,
+}
+
+/// The answer to a [`SearchRequest`].
+#[derive(Debug, Clone)]
+pub struct SearchResponse {
+    /// Documents, best first, each with contiguous spans.
+    pub results: Vec<DocumentResult>,
+    /// Whether the query embedding came from the cache.
+    pub cached_embedding: bool,
+    /// Number of neighbour ids fetched, in one call.
+    pub neighbours_requested: usize,
+    /// Stage timings.
+    pub timings: Timings,
+}
+
+/// Runs searches over a vector index, a text index, an embedder and a reranker.
+pub struct QueryEngine {
+    vectors: Arc<dyn VectorIndex>,
+    text: Arc<dyn TextIndex>,
+    embedder: Option<Arc<dyn Embedder>>,
+    reranker: Option<Arc<dyn Reranker>>,
+    config: RetrievalConfig,
+    cache: Mutex<EmbeddingCache>,
+}
+
+/// Hits asked of each retriever per requested hit: fusion needs depth.
+const CANDIDATES_PER_HIT: usize = 4;
+const MIN_CANDIDATES: usize = 40;
+
+impl QueryEngine {
+    /// An engine over these ports. Without an embedder only text mode works.
+    pub fn new(
+        vectors: Arc<dyn VectorIndex>,
+        text: Arc<dyn TextIndex>,
+        embedder: Option<Arc<dyn Embedder>>,
+        reranker: Option<Arc<dyn Reranker>>,
+        config: RetrievalConfig,
+    ) -> Self {
+        Self {
+            vectors,
+            text,
+            embedder,
+            reranker,
+            config,
+            cache: Mutex::new(EmbeddingCache::new(256)),
+        }
+    }
+
+    /// Answers `request`.
+    pub async fn search(&self, request: &SearchRequest) -> Result<SearchResponse, QueryError> {
+        let started = Instant::now();
+        let mut timings = Timings::default();
+        let limit = request.limit.max(1);
+        let candidates = (limit * CANDIDATES_PER_HIT).max(MIN_CANDIDATES);
+        let (query_vector, cached) = match request.mode {
+            SearchMode::Text => (None, false),
+            SearchMode::Hybrid | SearchMode::Vector => {
+                let t = Instant::now();
+                let (v, cached) = self.embed_query(&request.query).await?;
+                timings.embed_ms = ms(t);
+                (Some(v), cached)
+            }
+        };
+        let t = Instant::now();
+        let vector_search = async {
+            match &query_vector {
+                Some(v) => self.vectors.search(v, &request.filter, candidates).await,
+                None => Ok(Vec::new()),
+            }
+        };
+        let text_search = async {
+            match request.mode {
+                SearchMode::Vector => Ok(Vec::new()),
+                _ => {
+                    self.text
+                        .search(&request.query, &request.filter, candidates)
+                        .await
+                }
+            }
+        };
+        let (vector_hits, text_hits): (PortResult<Vec<ScoredChunk>>, PortResult<Vec<ScoredChunk>>) =
+            futures::join!(vector_search, text_search);
+        timings.search_ms = ms(t);
+        let mut hits = retrieval::fuse(vector_hits?, text_hits?, &self.config.fusion);
+        retrieval::apply_boosts(&mut hits, &request.query, &self.config.boosts);
+        hits.truncate(limit);
+        let plan = if request.expand {
+            retrieval::plan_neighbours(&hits, &self.config.adjacency)
+        } else {
+            NeighbourPlan::default()
+        };
+        let ids = plan.ids();
+        let t = Instant::now();
+        let fetched = if ids.is_empty() {
+            Vec::new()
+        } else {
+            self.vectors.get(&ids).await?
+        };
+        timings.fetch_ms = ms(t);
+        let mut results = retrieval::assemble(hits, &plan, fetched);
+        if let Some(reranker) = &self.reranker {
+            let t = Instant::now();
+            rerank(reranker.as_ref(), &request.query, &mut results).await?;
+            timings.rerank_ms = ms(t);
+        }
+        timings.total_ms = ms(started);
+        Ok(SearchResponse {
+            results,
+            cached_embedding: cached,
+            neighbours_requested: ids.len(),
+            timings,
+        })
+    }
+
+    async fn embed_query(&self, query: &str) -> Result<(Vec<f32>, bool), QueryError> {
+        if let Some(v) = self.lock_cache().get(query) {
+            return Ok((v, true));
+        }
+        let embedder = self.embedder.as_ref().ok_or(QueryError::NoEmbedder)?;
+        let mut vectors = embedder.embed(&[query.to_owned()]).await?;
+        let vector = vectors.pop().ok_or(QueryError::NoEmbedder)?;
+        self.lock_cache().put(query.to_owned(), vector.clone());
+        Ok((vector, false))
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, EmbeddingCache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Scores each span's text and orders documents by their best span, spans
+/// within a document by score.
+async fn rerank(
+    reranker: &dyn Reranker,
+    query: &str,
+    results: &mut [DocumentResult],
+) -> PortResult<()> {
+    let passages: Vec<String> = results
+        .iter()
+        .flat_map(|d| d.spans.iter())
+        .map(|s| {
+            s.chunks
+                .iter()
+                .map(|c| c.chunk.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect();
+    if passages.is_empty() {
+        return Ok(());
+    }
+    let scores = reranker.rerank(query, &passages).await?;
+    let mut scores = scores.into_iter();
+    for document in results.iter_mut() {
+        for span in &mut document.spans {
+            span.rerank_score = scores.next();
+        }
+    }
+    let best = |d: &DocumentResult| {
+        d.spans
+            .iter()
+            .filter_map(|s| s.rerank_score)
+            .fold(f32::NEG_INFINITY, f32::max)
+    };
+    results.sort_by(|a, b| best(b).total_cmp(&best(a)));
+    Ok(())
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Why a search failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// Vector or hybrid mode without an embedding model.
+    #[error(
+        "this search needs the embedding model, which is not loaded (use --mode text, or fetch the model)"
+    )]
+    NoEmbedder,
+    /// A port failed.
+    #[error(transparent)]
+    Port(#[from] crate::ports::PortError),
+}
+
+/// A small least-recently-used cache of query embeddings.
+struct EmbeddingCache {
+    capacity: usize,
+    map: HashMap<String, Vec<f32>>,
+    order: VecDeque<String>,
+}
+
+impl EmbeddingCache {
+    fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            map: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    fn get(&mut self, key: &str) -> Option<Vec<f32>> {
+        let value = self.map.get(key)?.clone();
+        self.touch(key);
+        Some(value)
+    }
+
+    fn put(&mut self, key: String, value: Vec<f32>) {
+        if self.map.insert(key.clone(), value).is_some() {
+            self.touch(&key);
+            return;
+        }
+        self.order.push_back(key);
+        while self.order.len() > self.capacity {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+    }
+
+    fn touch(&mut self, key: &str) {
+        if let Some(k) = self
+            .order
+            .iter()
+            .position(|k| k == key)
+            .and_then(|pos| self.order.remove(pos))
+        {
+            self.order.push_back(k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_evicts_the_least_recently_used() {
+        let mut cache = EmbeddingCache::new(2);
+        cache.put("a".into(), vec![1.0]);
+        cache.put("b".into(), vec![2.0]);
+        assert_eq!(cache.get("a"), Some(vec![1.0]));
+        cache.put("c".into(), vec![3.0]);
+        assert_eq!(cache.get("b"), None, "b was least recently used");
+        assert_eq!(cache.get("a"), Some(vec![1.0]));
+        assert_eq!(cache.get("c"), Some(vec![3.0]));
+    }
+
+    #[test]
+    fn modes_parse_and_unknown_ones_are_named() {
+        assert_eq!("text".parse::<SearchMode>(), Ok(SearchMode::Text));
+        let err = "fuzzy".parse::<SearchMode>().unwrap_err();
+        assert!(err.contains("fuzzy") && err.contains("hybrid"));
+    }
+}

@@ -1,0 +1,277 @@
+//! The embedded pipeline end to end with the real model and the real stores:
+//! index a fixture tree, search it, expand neighbours, re-index incrementally.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use weft_core::query::{QueryEngine, SearchMode, SearchRequest};
+use weft_core::retrieval::{RetrievalConfig, SearchFilter};
+use weft_pipeline::sources::SourceSpec;
+use weft_pipeline::{IndexOptions, Stores};
+
+fn engine_over(stores: &Stores) -> QueryEngine {
+    QueryEngine::new(
+        stores.vectors.clone(),
+        stores.text.clone(),
+        Some(common::model()),
+        None,
+        RetrievalConfig::default(),
+    )
+}
+
+fn request(query: &str, expand: bool) -> SearchRequest {
+    SearchRequest {
+        query: query.into(),
+        filter: SearchFilter::default(),
+        limit: 5,
+        mode: SearchMode::Hybrid,
+        expand,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_search_expand_and_reindex_incrementally() {
+    let tree = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    common::write_fixture(tree.path());
+    let spec = SourceSpec::Dir(tree.path().to_owned());
+    let options = IndexOptions {
+        project: Some("fixture".into()),
+        ..Default::default()
+    };
+
+    // First run: everything is chunked and embedded; vendored and binary files are not.
+    let first = {
+        let indexer = common::indexer(data.path(), common::model());
+        indexer.index(&spec, &options).await.expect("first run")
+    };
+    assert_eq!(first.documents_seen, 4, "{first:#?}");
+    assert_eq!(first.documents_indexed, 3, "{first:#?}");
+    assert_eq!(first.documents_skipped, 1, "the png: {first:#?}");
+    assert!(first.skipped[0].uri == "logo.png", "{first:#?}");
+    assert!(first.errors.is_empty(), "{first:#?}");
+    assert!(first.chunks_written >= 8, "{first:#?}");
+
+    let stores = common::stores(data.path());
+    assert_eq!(
+        stores.vectors.count().await.unwrap(),
+        first.chunks_written as u64
+    );
+    assert_eq!(
+        stores.text.count().await.unwrap(),
+        first.chunks_written as u64
+    );
+    let engine = engine_over(&stores);
+
+    // A question about a concept finds the right file, in every mode.
+    for (query, uri) in [
+        (
+            "how do I throttle callers to a fixed number of requests per second",
+            "RateLimiter.java",
+        ),
+        (
+            "evict the least recently used entry when the cache is full",
+            "lru-cache.ts",
+        ),
+        (
+            "renew TLS certificates without restarting the server",
+            "deploy.md",
+        ),
+    ] {
+        for mode in [SearchMode::Hybrid, SearchMode::Vector, SearchMode::Text] {
+            let response = engine
+                .search(&SearchRequest {
+                    mode,
+                    ..request(query, true)
+                })
+                .await
+                .unwrap();
+            let top = &response.results[0];
+            assert!(
+                top.uri.ends_with(uri),
+                "{mode:?} {query:?}: got {}",
+                top.uri
+            );
+        }
+    }
+
+    // Expansion brings the neighbours of a hit; without it only hits come back.
+    let query = "acquire a permit, blocking until it is available";
+    let expanded = engine.search(&request(query, true)).await.unwrap();
+    let bare = engine.search(&request(query, false)).await.unwrap();
+    let count = |r: &weft_core::query::SearchResponse, matched: bool| {
+        r.results
+            .iter()
+            .flat_map(|d| d.spans.iter().flat_map(|s| s.chunks.iter()))
+            .filter(|c| c.matched == matched)
+            .count()
+    };
+    assert!(count(&expanded, false) > 0, "expansion adds context chunks");
+    assert_eq!(count(&bare, false), 0, "no context without expansion");
+    assert_eq!(bare.neighbours_requested, 0);
+    assert!(expanded.neighbours_requested > 0);
+    let limiter = expanded
+        .results
+        .iter()
+        .find(|d| d.uri.ends_with("RateLimiter.java"))
+        .expect("RateLimiter.java is found");
+    // Spans are contiguous runs in chunk order and never repeat a chunk.
+    let mut all_ids = HashSet::new();
+    for doc in &expanded.results {
+        for span in &doc.spans {
+            let indexes: Vec<u32> = span.chunks.iter().map(|c| c.chunk.chunk_index).collect();
+            assert!(indexes.windows(2).all(|w| w[1] == w[0] + 1), "{indexes:?}");
+            assert_eq!(span.start_line, span.chunks[0].chunk.start_line);
+            for c in &span.chunks {
+                assert!(
+                    all_ids.insert(c.chunk.id()),
+                    "chunk repeated: {}",
+                    c.chunk.id()
+                );
+            }
+        }
+    }
+    assert!(limiter.spans.iter().map(|s| s.chunks.len()).sum::<usize>() >= 2);
+    // The second search embeds nothing: the query vector is cached.
+    let again = engine.search(&request(query, true)).await.unwrap();
+    assert!(again.cached_embedding);
+
+    // Filters reach both retrievers.
+    let only_docs = engine
+        .search(&SearchRequest {
+            filter: SearchFilter {
+                path_prefix: Some("docs".into()),
+                ..Default::default()
+            },
+            ..request("rate limiter permits", true)
+        })
+        .await
+        .unwrap();
+    assert!(only_docs.results.iter().all(|d| d.uri.starts_with("docs/")));
+    drop(engine);
+    drop(stores);
+
+    // Second run over the unchanged tree: nothing embedded, the model never loaded.
+    let counted = common::counted_model();
+    let second = common::indexer(data.path(), counted.embedder.clone())
+        .index(&spec, &options)
+        .await
+        .unwrap();
+    assert_eq!(second.documents_unchanged, 3, "{second:#?}");
+    assert_eq!((second.documents_indexed, second.chunks_written), (0, 0));
+    assert_eq!(
+        counted.loads.load(Ordering::SeqCst),
+        0,
+        "model loaded for nothing"
+    );
+
+    // Shrink the Java file, delete the TypeScript file: surplus and removed chunks go.
+    let java = tree
+        .path()
+        .join("src/main/java/com/example/throttle/RateLimiter.java");
+    let short = "package com.example.throttle;\n\n/** A stub. */\npublic final class RateLimiter {\n  public double acquire() { return 0.0; }\n}\n";
+    std::fs::write(&java, short).unwrap();
+    std::fs::remove_file(tree.path().join("web/src/lru-cache.ts")).unwrap();
+    let counted = common::counted_model();
+    let third = common::indexer(data.path(), counted.embedder.clone())
+        .index(&spec, &options)
+        .await
+        .unwrap();
+    assert_eq!(third.documents_indexed, 1, "{third:#?}");
+    assert_eq!(third.documents_unchanged, 1, "{third:#?}");
+    assert_eq!(third.documents_deleted, 1, "{third:#?}");
+    assert_eq!(counted.loads.load(Ordering::SeqCst), 1);
+    let stores = common::stores(data.path());
+    let stored = stores.vectors.count().await.unwrap();
+    // The Java file's chunk 0 was replaced in place; the rest of it and the
+    // whole TypeScript file were deleted.
+    assert_eq!(
+        stored as usize,
+        first.chunks_written - third.chunks_deleted,
+        "{third:#?}"
+    );
+    assert_eq!(stores.text.count().await.unwrap(), stored);
+    let engine = engine_over(&stores);
+    let response = engine
+        .search(&request("least recently used cache eviction", true))
+        .await
+        .unwrap();
+    assert!(
+        response
+            .results
+            .iter()
+            .all(|d| !d.uri.ends_with("lru-cache.ts")),
+        "deleted file still found"
+    );
+    let records = stores.catalog.documents(Some("fixture")).await.unwrap();
+    assert_eq!(records.len(), 2);
+    let java_record = records.iter().find(|r| r.uri.ends_with(".java")).unwrap();
+    assert_eq!(java_record.chunk_count, 1);
+    drop(engine);
+    drop(stores);
+
+    // --reindex rebuilds the project from scratch.
+    let rebuilt = common::indexer(data.path(), common::model())
+        .index(
+            &spec,
+            &IndexOptions {
+                reindex: true,
+                ..options.clone()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(rebuilt.documents_indexed, 2, "{rebuilt:#?}");
+    assert_eq!(rebuilt.documents_unchanged, 0);
+    let stores = common::stores(data.path());
+    assert_eq!(
+        stores.vectors.count().await.unwrap() as usize,
+        rebuilt.chunks_written
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn projects_are_separate_and_filterable() {
+    let tree = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    common::write_fixture(tree.path());
+    let indexer = common::indexer(data.path(), common::model());
+    let docs_only = tree.path().join("docs");
+    for (project, path) in [("all", tree.path()), ("docs", docs_only.as_path())] {
+        indexer
+            .index(
+                &SourceSpec::Dir(path.to_owned()),
+                &IndexOptions {
+                    project: Some(project.into()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    drop(indexer);
+    let stores = common::stores(data.path());
+    let engine = engine_over(&stores);
+    let response = engine
+        .search(&SearchRequest {
+            filter: SearchFilter {
+                projects: vec!["docs".into()],
+                ..Default::default()
+            },
+            ..request("TLS certificates", true)
+        })
+        .await
+        .unwrap();
+    assert!(!response.results.is_empty());
+    for doc in &response.results {
+        for span in &doc.spans {
+            assert!(span.chunks.iter().all(|c| c.chunk.project == "docs"));
+        }
+    }
+    let projects = stores.catalog.projects().await.unwrap();
+    assert_eq!(projects.len(), 2);
+    let _ = Arc::clone(&stores.vectors);
+}
