@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use weft_chunking::{ChunkedDocument, Chunker};
 use weft_core::{Chunk, ContentType};
+use weft_pipeline::sources::{DirSelection, SourceSpec, walk_dir};
 
 /// Arguments of `weft chunk`.
 #[derive(Debug, Args)]
@@ -62,25 +63,25 @@ struct FileReport<'a> {
 
 pub fn run(config_file: Option<&Path>, args: &ChunkArgs) -> anyhow::Result<ExitCode> {
     let loaded = weft_config::load(config_file)?;
+    let selection = DirSelection::new(&loaded.config.sources).map_err(anyhow::Error::msg)?;
     let chunker = Chunker::new(loaded.config.chunking)?;
     let started = Instant::now();
     let metadata =
         std::fs::metadata(&args.path).with_context(|| format!("{}", args.path.display()))?;
-    let (root, files, mut skipped) = if metadata.is_dir() {
-        let (files, skipped) = walk(&args.path);
-        (args.path.clone(), files, skipped)
-    } else {
-        let parent = args
-            .path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
-        (parent, vec![args.path.clone()], Vec::new())
-    };
+    // The same selection as `weft index`: .gitignore, hidden files,
+    // vendored and build directories, include/exclude globs.
+    let (files, issues) = walk_dir(&args.path, &selection);
+    let mut skipped: Vec<Skipped> = issues
+        .into_iter()
+        .map(|i| Skipped {
+            path: i.uri,
+            reason: i.reason,
+        })
+        .collect();
     let project = match &args.project {
         Some(p) if p.trim().is_empty() => bail!("--project must not be empty"),
         Some(p) => p.clone(),
-        None => default_project(&args.path, metadata.is_dir()),
+        None => SourceSpec::Dir(args.path.clone()).default_project(),
     };
 
     let progress = if metadata.is_dir() && !args.json {
@@ -98,8 +99,8 @@ pub fn run(config_file: Option<&Path>, args: &ChunkArgs) -> anyhow::Result<ExitC
             serde_json::to_string(&project)?
         )?;
     }
-    for path in &files {
-        let uri = relative_uri(&root, path);
+    for (uri, path) in &files {
+        let uri = uri.clone();
         progress.set_message(uri.clone());
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
@@ -229,65 +230,6 @@ fn print_document(
         }
     }
     Ok(())
-}
-
-/// Every file under `root`, in name order, honouring .gitignore and skipping
-/// hidden files; symlinks are followed, and loops are reported, not walked.
-fn walk(root: &Path) -> (Vec<PathBuf>, Vec<Skipped>) {
-    let mut files = Vec::new();
-    let mut skipped = Vec::new();
-    let walker = ignore::WalkBuilder::new(root)
-        .follow_links(true)
-        .require_git(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build();
-    for entry in walker {
-        match entry {
-            Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) => {
-                files.push(entry.into_path())
-            }
-            Ok(_) => {}
-            Err(e) => skipped.push(Skipped {
-                path: error_path(&e, root),
-                reason: e.to_string(),
-            }),
-        }
-    }
-    (files, skipped)
-}
-
-fn error_path(error: &ignore::Error, root: &Path) -> String {
-    match error {
-        ignore::Error::WithPath { path, .. } => relative_uri(root, path),
-        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
-            error_path(err, root)
-        }
-        ignore::Error::Loop { child, .. } => relative_uri(root, child),
-        _ => root.display().to_string(),
-    }
-}
-
-/// `path` relative to `root`, with `/` separators.
-fn relative_uri(root: &Path, path: &Path) -> String {
-    let relative = path.strip_prefix(root).unwrap_or(path);
-    let parts: Vec<String> = relative
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    parts.join("/")
-}
-
-fn default_project(path: &Path, is_dir: bool) -> String {
-    let dir = if is_dir {
-        path.to_path_buf()
-    } else {
-        path.parent().map(Path::to_path_buf).unwrap_or_default()
-    };
-    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "default".into())
 }
 
 fn progress_bar(len: usize) -> ProgressBar {

@@ -41,7 +41,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("WEFT_LOG")
-                .unwrap_or_else(|_| "warn".into()),
+                .unwrap_or_else(|_| "warn,qdrant_edge=error".into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -418,4 +418,40 @@ mod tests {
         let err = load_with_env(Some(Path::new("/nonexistent/weft.toml")), no_env()).unwrap_err();
         assert!(matches!(err, ConfigError::MissingFile(_)));
     }
+
+    #[test]
+    fn the_readme_example_is_valid_and_means_what_it_says() {
+        let readme = include_str!("../../../README.md");
+        let start = readme
+            .find("```toml\n[data]")
+            .expect("README has the config example")
+            + 8;
+        let example = &readme[start..];
+        let example = &example[..example.find("```").expect("closed block")];
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, example);
+        let config = load_with_env(Some(&path), Vec::new()).unwrap().config;
+        assert_eq!(config.data.dir.as_deref(), Some(Path::new("/var/lib/weft")));
+        assert_eq!(config.sources.exclude, ["**/*.min.js"]);
+        assert_eq!(config.retrieval.adjacency.code_window, 3);
+        assert_eq!(config.rerank.kind, RerankKind::None);
+        assert_eq!(config.chunking.code.max_chars, 1200);
+    }
+
+    #[test]
+    fn new_sections_are_validated_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        for (toml, key) in [
+            ("[crawl]\nmax_pages = 0\n", "crawl.max_pages"),
+            ("[rerank]\nkind = \"tei\"\n", "rerank.url"),
+            ("[sources]\nexclude = [\"a/[\"]\n", "sources.exclude"),
+            ("[retrieval.fusion]\nk = 0.0\n", "retrieval.fusion.k"),
+        ] {
+            let path = write(&dir, toml);
+            let err = load_with_env(Some(&path), Vec::new())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{toml}: {err}");
+        }
+    }
 }

@@ -341,8 +341,13 @@ impl Indexer {
             });
             if batch_chunks >= self.config.embedding.batch_size {
                 since_checkpoint += batch_chunks;
-                self.write_batch(std::mem::take(&mut batch), &mut summary, &mut uncommitted)
-                    .await?;
+                self.write_batch(
+                    std::mem::take(&mut batch),
+                    &mut summary,
+                    &mut uncommitted,
+                    progress,
+                )
+                .await?;
                 batch_chunks = 0;
                 if since_checkpoint >= CHECKPOINT_CHUNKS {
                     self.checkpoint(&mut uncommitted, &mut removed).await?;
@@ -350,7 +355,7 @@ impl Indexer {
                 }
             }
         }
-        self.write_batch(batch, &mut summary, &mut uncommitted)
+        self.write_batch(batch, &mut summary, &mut uncommitted, progress)
             .await?;
 
         // Documents gone from the source.
@@ -399,6 +404,7 @@ impl Indexer {
         batch: Vec<Pending>,
         summary: &mut IndexSummary,
         uncommitted: &mut Vec<DocumentRecord>,
+        progress: &ProgressBar,
     ) -> Result<(), IndexError> {
         if batch.is_empty() {
             return Ok(());
@@ -425,6 +431,7 @@ impl Indexer {
             summary.chunks_written += now as usize;
             uncommitted.push(pending.record);
         }
+        progress.set_message(format!("{} chunks embedded", summary.chunks_written));
         Ok(())
     }
 

@@ -9,8 +9,6 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 
-use weft_core::query::{QueryEngine, SearchMode, SearchRequest};
-use weft_core::retrieval::{RetrievalConfig, SearchFilter};
 use weft_pipeline::IndexOptions;
 use weft_pipeline::sources::SourceSpec;
 
@@ -71,23 +69,7 @@ async fn git_repository_is_cloned_then_reindexed_from_its_diff() {
     drop(indexer);
 
     let stores = common::stores(data.path());
-    let engine = QueryEngine::new(
-        stores.vectors.clone(),
-        stores.text.clone(),
-        Some(common::model()),
-        None,
-        RetrievalConfig::default(),
-    );
-    let response = engine
-        .search(&SearchRequest {
-            query: "prometheus metrics scraping".into(),
-            filter: SearchFilter::default(),
-            limit: 3,
-            mode: SearchMode::Hybrid,
-            expand: true,
-        })
-        .await
-        .unwrap();
+    let response = common::search(&stores, "prometheus metrics scraping", 3).await;
     assert!(response.results[0].uri.ends_with("deploy.md"));
     assert!(
         response.results[0].spans[0]
@@ -246,23 +228,7 @@ async fn documentation_site_is_crawled_within_robots_and_sitemap() {
     );
 
     let stores = common::stores(data.path());
-    let engine = QueryEngine::new(
-        stores.vectors.clone(),
-        stores.text.clone(),
-        Some(common::model()),
-        None,
-        RetrievalConfig::default(),
-    );
-    let response = engine
-        .search(&SearchRequest {
-            query: "how to install the widget from source".into(),
-            filter: SearchFilter::default(),
-            limit: 3,
-            mode: SearchMode::Hybrid,
-            expand: true,
-        })
-        .await
-        .unwrap();
+    let response = common::search(&stores, "how to install the widget from source", 3).await;
     assert!(
         response.results[0].uri.ends_with("/docs/install.html"),
         "{}",

@@ -59,6 +59,31 @@ pub fn stores(data: &Path) -> Stores {
         .expect("open stores")
 }
 
+/// A hybrid search with expansion over `stores`, with the real model.
+pub async fn search(
+    stores: &Stores,
+    query: &str,
+    limit: usize,
+) -> weft_core::query::SearchResponse {
+    let engine = weft_core::query::QueryEngine::new(
+        stores.vectors.clone(),
+        stores.text.clone(),
+        Some(model()),
+        None,
+        weft_core::retrieval::RetrievalConfig::default(),
+    );
+    engine
+        .search(&weft_core::query::SearchRequest {
+            query: query.into(),
+            filter: weft_core::retrieval::SearchFilter::default(),
+            limit,
+            mode: weft_core::query::SearchMode::Hybrid,
+            expand: true,
+        })
+        .await
+        .expect("search")
+}
+
 /// An indexer over `data` with `embedder`.
 pub fn indexer(data: &Path, embedder: Arc<dyn Embedder>) -> Indexer {
     Indexer::new(
