@@ -13,7 +13,13 @@ const DIM: usize = 16;
 /// Chunks of three small files in two projects.
 fn chunks() -> Vec<Chunk> {
     let chunker = Chunker::new(ChunkingConfig::default()).expect("default config");
-    let java = "package a;\n\nclass Cache {\n  int size() { return 1; }\n}\n\nclass Loader {\n  void load() {}\n}\n";
+    let java = "package a;\n\n/** Keeps recently used values in memory, evicting the oldest when full. */\n\
+class Cache {\n  private final java.util.LinkedHashMap<String, String> entries = new java.util.LinkedHashMap<>();\n\n  \
+/** Number of entries currently held by the cache. */\n  int size() {\n    return entries.size();\n  }\n}\n\n\
+/** Loads values from the backing store when the cache misses, with retries. */\n\
+class Loader {\n  private int attempts = 3;\n\n  \
+/** Reads the value for the key, retrying on transient failures. */\n  String load(String key) {\n    \
+for (int i = 0; i < attempts; i++) {\n      System.out.println(key);\n    }\n    return key;\n  }\n}\n";
     let md = "# Guide\n\nIntro text.\n\n## Install\n\nRun the installer.\n\n## Use\n\nCall it.\n";
     let mut out = Vec::new();
     for (project, uri, text) in [
