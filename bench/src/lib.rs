@@ -43,3 +43,65 @@ pub fn read_corpus(root: &Path) -> Vec<CorpusFile> {
         })
         .collect()
 }
+
+/// Stands in for the model when a benchmark measures everything *but*
+/// embedding: each text gets a deterministic unit vector from a hash of its
+/// bytes (no meaning at all). Only for benchmarks that say "embedding
+/// excluded"; never a fallback for the real model.
+pub struct HashEmbedder {
+    dimension: usize,
+}
+
+impl HashEmbedder {
+    /// Vectors of `dimension` floats.
+    pub fn new(dimension: usize) -> Self {
+        Self { dimension }
+    }
+
+    /// The vector of one text.
+    pub fn vector(&self, text: &str) -> Vec<f32> {
+        // FNV-1a of the text seeds a xorshift generator.
+        let mut state = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        }) | 1;
+        let mut v: Vec<f32> = (0..self.dimension)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect();
+        let norm = v
+            .iter()
+            .map(|x| x * x)
+            .sum::<f32>()
+            .sqrt()
+            .max(f32::EPSILON);
+        v.iter_mut().for_each(|x| *x /= norm);
+        v
+    }
+}
+
+#[async_trait::async_trait]
+impl weft_core::ports::Embedder for HashEmbedder {
+    fn model_id(&self) -> &str {
+        "hash-embedder-benchmark-only"
+    }
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    async fn embed(&self, texts: &[String]) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|t| self.vector(t)).collect())
+    }
+}
+
+/// Peak resident memory of this process so far, in MiB (Linux `VmHWM`).
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}

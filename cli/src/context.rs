@@ -10,7 +10,7 @@ use clap::Args;
 use weft_config::WeftConfig;
 use weft_core::ports::Embedder;
 use weft_embed_candle::LocalEmbedder;
-use weft_pipeline::{DataDir, default_data_dir, default_model_dir};
+use weft_pipeline::{DataDir, LazyEmbedder, Stores, default_data_dir, default_model_dir};
 
 /// Where the index and the model are.
 #[derive(Debug, Clone, Args)]
@@ -64,5 +64,29 @@ impl Context {
         let model = LocalEmbedder::load(&self.model_dir, self.config.embedding.max_tokens)
             .with_context(|| "cannot load the embedding model")?;
         Ok(Arc::new(model))
+    }
+
+    /// Opens (or creates) the stores for indexing. With data already there
+    /// the model is loaded only when something must be embedded.
+    pub fn open_for_indexing(&self) -> anyhow::Result<(Stores, Arc<dyn Embedder>)> {
+        Ok(match self.data_dir.meta()? {
+            Some(meta) => {
+                let stores = self.data_dir.open_for(&self.model_id(), meta.dimension)?;
+                let (dir, max_tokens) = (self.model_dir.clone(), self.config.embedding.max_tokens);
+                let lazy = LazyEmbedder::new(self.model_id(), meta.dimension, move || {
+                    LocalEmbedder::load(&dir, max_tokens)
+                        .map(|m| Arc::new(m) as Arc<dyn Embedder>)
+                        .map_err(|e| e.to_string())
+                });
+                (stores, Arc::new(lazy))
+            }
+            None => {
+                let model = self.load_model()?;
+                let stores = self
+                    .data_dir
+                    .open_for(model.model_id(), model.dimension())?;
+                (stores, model)
+            }
+        })
     }
 }

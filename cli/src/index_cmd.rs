@@ -4,14 +4,12 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use weft_core::ports::Embedder;
 use weft_pipeline::sources::SourceSpec;
-use weft_pipeline::{IndexOptions, IndexSummary, Indexer, LazyEmbedder};
+use weft_pipeline::{IndexOptions, IndexSummary, Indexer};
 
 use crate::context::{Context, StoreArgs};
 
@@ -54,25 +52,7 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
     let ctx = Context::load(config_file, &args.store)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let model_id = ctx.model_id();
-        // With data already there, the model is loaded only if something changed.
-        let (stores, embedder): (_, Arc<dyn Embedder>) = match ctx.data_dir.meta()? {
-            Some(meta) => {
-                let stores = ctx.data_dir.open_for(&model_id, meta.dimension)?;
-                let (dir, max_tokens) = (ctx.model_dir.clone(), ctx.config.embedding.max_tokens);
-                let lazy = LazyEmbedder::new(model_id, meta.dimension, move || {
-                    weft_embed_candle::LocalEmbedder::load(&dir, max_tokens)
-                        .map(|m| Arc::new(m) as Arc<dyn Embedder>)
-                        .map_err(|e| e.to_string())
-                });
-                (stores, Arc::new(lazy))
-            }
-            None => {
-                let model = ctx.load_model()?;
-                let stores = ctx.data_dir.open_for(model.model_id(), model.dimension())?;
-                (stores, model)
-            }
-        };
+        let (stores, embedder) = ctx.open_for_indexing()?;
         let indexer = Indexer::new(
             stores,
             embedder,
@@ -119,7 +99,7 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
     })
 }
 
-fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
+pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -157,7 +137,7 @@ fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn progress_bar() -> ProgressBar {
+pub fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::new(0);
     if let Ok(style) = ProgressStyle::with_template(
         "{spinner} indexing [{bar:30}] {pos}/{len} documents {elapsed} {wide_msg}",

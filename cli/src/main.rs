@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod chunk_cmd;
 mod context;
+mod eval_cmd;
 mod index_cmd;
 mod rerank;
 mod search_cmd;
@@ -35,6 +36,8 @@ enum Command {
     Search(search_cmd::SearchArgs),
     /// Show what the data directory holds.
     Status(status_cmd::StatusArgs),
+    /// Measure retrieval quality on labelled queries (Recall@k, MRR, nDCG, context coverage).
+    Eval(eval_cmd::EvalArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Index(args) => index_cmd::run(cli.config.as_deref(), args),
         Command::Search(args) => search_cmd::run(cli.config.as_deref(), args),
         Command::Status(args) => status_cmd::run(cli.config.as_deref(), args),
+        Command::Eval(args) => eval_cmd::run(cli.config.as_deref(), args),
     };
     match result {
         Ok(code) => code,

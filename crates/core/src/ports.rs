@@ -61,8 +61,14 @@ pub trait VectorIndex: Send + Sync {
     async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>>;
     /// Number of chunks stored.
     async fn count(&self) -> PortResult<u64>;
-    /// Makes written data durable and searchable (and optimises after bulk loads).
+    /// Makes written data durable and searchable. Cheap enough to call at
+    /// every checkpoint of a bulk load.
     async fn commit(&self) -> PortResult<()>;
+    /// Builds the search structures (e.g. HNSW graphs) after a bulk load,
+    /// so that searches are fast; may take a while. The default does nothing.
+    async fn optimize(&self) -> PortResult<()> {
+        Ok(())
+    }
 }
 
 /// Full-text (BM25) search over chunks.

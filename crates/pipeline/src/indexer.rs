@@ -377,6 +377,11 @@ impl Indexer {
             removed.push(record.document_id.clone());
         }
         self.checkpoint(&mut uncommitted, &mut removed).await?;
+        if summary.chunks_written > 0 || summary.chunks_deleted > 0 {
+            // Once per run: building the HNSW graph per checkpoint would
+            // revisit every grown segment again and again.
+            self.stores.vectors.optimize().await?;
+        }
         let revision = match spec {
             SourceSpec::Git(_) => summary.revision.clone(),
             _ => None,

@@ -139,6 +139,46 @@ async fn index_search_expand_and_reindex_incrementally() {
     let again = engine.search(&request(query, true)).await.unwrap();
     assert!(again.cached_embedding);
 
+    // Adjacency costs one batched store call per query, however many hits.
+    let counting = Arc::new(common::CountingVectors {
+        inner: stores.vectors.clone(),
+        gets: Default::default(),
+    });
+    let counted_engine = QueryEngine::new(
+        counting.clone(),
+        stores.text.clone(),
+        Some(common::model()),
+        None,
+        RetrievalConfig::default(),
+    );
+    let mut most_hits = 0;
+    for limit in [1, 3, 10, 30] {
+        let before = counting.gets.load(Ordering::SeqCst);
+        let response = counted_engine
+            .search(&SearchRequest {
+                limit,
+                ..request("cache entries and rate limits", true)
+            })
+            .await
+            .unwrap();
+        let hits = response
+            .results
+            .iter()
+            .flat_map(|d| d.spans.iter().flat_map(|s| s.chunks.iter()))
+            .filter(|c| c.matched)
+            .count();
+        most_hits = most_hits.max(hits);
+        let calls = counting.gets.load(Ordering::SeqCst) - before;
+        let expected = usize::from(response.neighbours_requested > 0);
+        assert_eq!(
+            calls, expected,
+            "limit {limit}: {hits} hits, {calls} get calls"
+        );
+    }
+    assert!(most_hits >= 8, "the largest search had {most_hits} hits");
+    drop(counted_engine);
+    drop(counting);
+
     // Filters reach both retrievers.
     let only_docs = engine
         .search(&SearchRequest {

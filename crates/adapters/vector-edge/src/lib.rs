@@ -8,8 +8,9 @@
 //! (every directory of the chunk's uri, and the uri) serve the filters.
 //!
 //! qdrant-edge is synchronous; [`EdgeVectorIndex`]'s [`VectorIndex`] methods
-//! run it on tokio's blocking pool. [`VectorIndex::commit`] flushes and runs
-//! the optimizers, which build the HNSW index after bulk loads.
+//! run it on tokio's blocking pool. [`VectorIndex::commit`] flushes;
+//! [`VectorIndex::optimize`] runs the optimizers, which build the HNSW index
+//! after bulk loads.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), weft_vector_edge::VectorIndexError> {
@@ -27,9 +28,9 @@ use std::sync::Arc;
 
 use qdrant_edge::{
     CountRequest, DEFAULT_VECTOR_NAME, Distance, EdgeConfigBuilder, EdgeShard,
-    EdgeVectorParamsBuilder, FieldIndexOperations, Filter, NamedQuery, PayloadFieldSchema,
-    PayloadSchemaType, PointId, PointInsertOperations, PointOperations, PointStruct, QueryEnum,
-    SearchRequest, UpdateOperation, WithPayloadInterface, WithVector,
+    EdgeVectorParamsBuilder, FieldIndexOperations, Filter, NamedQuery, PayloadFieldSchema, PointId,
+    PointInsertOperations, PointOperations, PointStruct, QueryEnum, SearchRequest, UpdateOperation,
+    WithPayloadInterface, WithVector,
 };
 use serde_json::{Value, json};
 use weft_core::ports::{PortError, PortResult, VectorIndex};
@@ -146,22 +147,42 @@ impl EdgeVectorIndex {
             .on_disk_payload(true)
             .build();
         let shard = EdgeShard::new(dir, config).map_err(|e| unreadable(e.to_string()))?;
-        for (field, kind) in [
-            ("project", PayloadSchemaType::Keyword),
-            ("document_id", PayloadSchemaType::Keyword),
-            ("content_type", PayloadSchemaType::Keyword),
-            ("language", PayloadSchemaType::Keyword),
-            (PATH_SCOPES, PayloadSchemaType::Keyword),
-            ("chunk_index", PayloadSchemaType::Integer),
+        // No extra HNSW links per payload value ("payload-aware"
+        // sub-graphs): they cost more than the main graph to build (every
+        // directory in `path_scopes` is a value, and one project is all
+        // points), while a filter is either selective enough for an exact
+        // scan of the payload index's matches or broad enough for the main
+        // graph.
+        for (field, schema) in [
+            ("project", json!({"type": "keyword", "enable_hnsw": false})),
+            (
+                "document_id",
+                json!({"type": "keyword", "enable_hnsw": false}),
+            ),
+            (
+                "content_type",
+                json!({"type": "keyword", "enable_hnsw": false}),
+            ),
+            ("language", json!({"type": "keyword", "enable_hnsw": false})),
+            (
+                PATH_SCOPES,
+                json!({"type": "keyword", "enable_hnsw": false}),
+            ),
+            (
+                "chunk_index",
+                json!({"type": "integer", "lookup": true, "range": true, "enable_hnsw": false}),
+            ),
         ] {
             let field_name = field
                 .try_into()
                 .map_err(|()| op(format!("invalid payload field name {field}")))?;
+            let field_schema: PayloadFieldSchema = serde_json::from_value(schema)
+                .map_err(|e| op(format!("payload index schema of {field}: {e}")))?;
             shard
                 .update(UpdateOperation::FieldIndexOperation(
                     FieldIndexOperations::CreateIndex(qdrant_edge::CreateIndex {
                         field_name,
-                        field_schema: Some(PayloadFieldSchema::FieldType(kind)),
+                        field_schema: Some(field_schema),
                     }),
                 ))
                 .map_err(op)?;
@@ -310,9 +331,15 @@ impl EdgeVectorIndex {
         Ok(n as u64)
     }
 
-    /// Flushes to disk and runs the optimizers (index building, vacuum).
+    /// Flushes to disk: what was written is durable (and searchable).
     pub fn commit_blocking(&self) -> Result<(), VectorIndexError> {
         self.shard.flush();
+        Ok(())
+    }
+
+    /// Runs the optimizers (HNSW building, vacuum) and flushes. Call it once
+    /// after a bulk load, not per batch: each run revisits grown segments.
+    pub fn optimize_blocking(&self) -> Result<(), VectorIndexError> {
         self.shard.optimize().map_err(op)?;
         self.shard.flush();
         Ok(())
@@ -403,5 +430,9 @@ impl VectorIndex for EdgeVectorIndex {
     }
     async fn commit(&self) -> PortResult<()> {
         blocking(self, |i| i.commit_blocking()).await
+    }
+
+    async fn optimize(&self) -> PortResult<()> {
+        blocking(self, |i| i.optimize_blocking()).await
     }
 }

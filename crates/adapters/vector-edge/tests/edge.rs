@@ -56,7 +56,32 @@ async fn loaded(dir: &std::path::Path) -> (EdgeVectorIndex, Vec<Chunk>) {
         .await
         .expect("upsert");
     index.commit().await.expect("commit");
+    index.optimize().await.expect("optimize");
     (index, chunks)
+}
+
+#[tokio::test]
+async fn searchable_after_commit_and_the_same_after_optimize() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EdgeVectorIndex::open_or_create(dir.path(), DIM).expect("create");
+    let chunks = chunks();
+    let vectors = vectors(chunks.len());
+    index.upsert(&chunks, &vectors).await.expect("upsert");
+    index.commit().await.expect("commit");
+    let ids = |hits: Vec<weft_core::retrieval::ScoredChunk>| {
+        hits.into_iter().map(|h| h.chunk.id()).collect::<Vec<_>>()
+    };
+    let before = ids(index
+        .search(&vectors[1], &SearchFilter::default(), 4)
+        .await
+        .unwrap());
+    assert_eq!(before.first(), Some(&chunks[1].id()));
+    index.optimize().await.expect("optimize");
+    let after = ids(index
+        .search(&vectors[1], &SearchFilter::default(), 4)
+        .await
+        .unwrap());
+    assert_eq!(before, after);
 }
 
 #[tokio::test]

@@ -24,6 +24,12 @@ pub struct AdjacencyConfig {
     pub max_chunks: usize,
     /// A neighbour scores `hit score × neighbour_factor / distance`.
     pub neighbour_factor: f64,
+    /// Bring back the whole unit of an expanded hit that is one part of a
+    /// split function or section (`"… (Part i/n)"`): its other parts, up to
+    /// `max_unit_parts` of them, whatever the window.
+    pub whole_units: bool,
+    /// At most this many other parts of one unit are fetched (nearest first).
+    pub max_unit_parts: u32,
 }
 
 impl Default for AdjacencyConfig {
@@ -35,6 +41,8 @@ impl Default for AdjacencyConfig {
             expand_hits: 10,
             max_chunks: 60,
             neighbour_factor: 0.5,
+            whole_units: true,
+            max_unit_parts: 16,
         }
     }
 }
@@ -63,6 +71,9 @@ pub struct PlannedNeighbour {
     pub score: f64,
     /// Its distance from the hit that gave that score.
     pub distance: u32,
+    /// When planned only to complete a split unit: the unit's section
+    /// (without the part suffix), which the fetched chunk must have.
+    pub unit: Option<String>,
 }
 
 /// The neighbours to fetch, best first.
@@ -85,42 +96,110 @@ impl NeighbourPlan {
             .find(|n| &n.id == id)
             .map(|n| n.score)
     }
+
+    /// The planned score of a fetched chunk, if it was planned and, when it
+    /// was planned to complete a unit, really is a part of that unit.
+    pub fn accept(&self, chunk: &crate::Chunk) -> Option<f64> {
+        let id = chunk.id();
+        let planned = self.neighbours.iter().find(|n| n.id == id)?;
+        match &planned.unit {
+            Some(unit) if unit_of(&chunk.section).0 != unit.as_str() => None,
+            _ => Some(planned.score),
+        }
+    }
 }
 
-/// Plans the neighbours of the best `expand_hits` hits: within the window of
-/// each hit's content type, not hits themselves, within the document, best
-/// first, so that hits plus neighbours stay within `max_chunks`.
+/// Splits a section into the unit and its part: `"A.run (Part 2/4)"` →
+/// `("A.run", Some((2, 4)))`; a section without a well-formed suffix is a
+/// whole unit.
+pub fn unit_of(section: &str) -> (&str, Option<(u32, u32)>) {
+    let part = section
+        .strip_suffix(')')
+        .and_then(|s| s.rsplit_once("(Part "))
+        .and_then(|(base, nums)| {
+            let (i, n) = nums.split_once('/')?;
+            let (i, n) = (i.parse::<u32>().ok()?, n.parse::<u32>().ok()?);
+            (1 <= i && i <= n).then_some((base.trim_end(), (i, n)))
+        });
+    match part {
+        Some((base, part)) => (base, Some(part)),
+        None => (section, None),
+    }
+}
+
+/// Plans the neighbours of the best `expand_hits` hits: the other parts of
+/// a hit's split unit (with `whole_units`), and the chunks within the window
+/// of each hit's content type; never hits themselves, always within the
+/// document, best first, so that hits plus neighbours stay within
+/// `max_chunks`.
 pub fn plan_neighbours(hits: &[FusedHit], config: &AdjacencyConfig) -> NeighbourPlan {
     let matched: HashSet<ChunkId> = hits.iter().map(|h| h.chunk.id()).collect();
     let mut best: HashMap<ChunkId, PlannedNeighbour> = HashMap::new();
+    let mut offer = |candidate: PlannedNeighbour| {
+        if matched.contains(&candidate.id) {
+            return;
+        }
+        match best.get_mut(&candidate.id) {
+            Some(existing) => {
+                // A window neighbour needs no unit check, whoever scores best.
+                let unit = if existing.unit.is_none() || candidate.unit.is_none() {
+                    None
+                } else {
+                    existing.unit.clone()
+                };
+                if candidate.score > existing.score {
+                    *existing = candidate;
+                }
+                existing.unit = unit;
+            }
+            None => {
+                best.insert(candidate.id, candidate);
+            }
+        }
+    };
     for hit in hits.iter().take(config.expand_hits) {
         let c = &hit.chunk;
-        let window = config.window(c.content_type);
-        for distance in 1..=window {
+        let score_at = |distance: u32| hit.score * config.neighbour_factor / f64::from(distance);
+        let neighbour = |index: u32, distance: u32, unit: Option<String>| PlannedNeighbour {
+            id: ChunkId::new(&c.document_id, index),
+            document_id: c.document_id.clone(),
+            chunk_index: index,
+            score: score_at(distance),
+            distance,
+            unit,
+        };
+        if config.whole_units
+            && let (unit, Some((part, parts))) = unit_of(&c.section)
+        {
+            let before = (part - 1).min(c.chunk_index);
+            let after = parts - part;
+            // Nearest parts first, alternating sides, up to the cap.
+            let mut taken = 0;
+            for distance in 1..=before.max(after) {
+                for index in [
+                    (distance <= before).then(|| c.chunk_index - distance),
+                    (distance <= after)
+                        .then(|| c.chunk_index.saturating_add(distance))
+                        .filter(|&i| i < c.total_chunks),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    if taken < config.max_unit_parts {
+                        offer(neighbour(index, distance, Some(unit.to_owned())));
+                        taken += 1;
+                    }
+                }
+            }
+        }
+        for distance in 1..=config.window(c.content_type) {
             let before = c.chunk_index.checked_sub(distance);
             let after = c
                 .chunk_index
                 .checked_add(distance)
                 .filter(|&i| i < c.total_chunks);
             for index in [before, after].into_iter().flatten() {
-                let id = ChunkId::new(&c.document_id, index);
-                if matched.contains(&id) {
-                    continue;
-                }
-                let score = hit.score * config.neighbour_factor / f64::from(distance);
-                let candidate = PlannedNeighbour {
-                    id,
-                    document_id: c.document_id.clone(),
-                    chunk_index: index,
-                    score,
-                    distance,
-                };
-                match best.get(&id) {
-                    Some(existing) if existing.score >= score => {}
-                    _ => {
-                        best.insert(id, candidate);
-                    }
-                }
+                offer(neighbour(index, distance, None));
             }
         }
     }
@@ -210,5 +289,97 @@ mod tests {
             &FusionConfig::default(),
         );
         assert_eq!(plan_neighbours(&hits, &config).neighbours.len(), 2);
+    }
+
+    #[test]
+    fn unit_of_reads_only_well_formed_part_suffixes() {
+        assert_eq!(unit_of("A.run (Part 2/4)"), ("A.run", Some((2, 4))));
+        assert_eq!(
+            unit_of("Guide > Install (Part 1/1)"),
+            ("Guide > Install", Some((1, 1)))
+        );
+        assert_eq!(unit_of("A.run"), ("A.run", None));
+        assert_eq!(unit_of("A.run (Part 5/4)"), ("A.run (Part 5/4)", None));
+        assert_eq!(unit_of("A.run (Part x/4)"), ("A.run (Part x/4)", None));
+    }
+
+    /// Five chunks: 0 is a whole function, 1..=4 are parts 1/4..4/4 of `big`.
+    fn split_unit() -> Vec<crate::Chunk> {
+        let mut c = example_chunks();
+        c[0].section = "small".into();
+        for i in 1..5 {
+            c[i].section = format!("big (Part {i}/4)");
+        }
+        c
+    }
+
+    fn hit(chunk: &crate::Chunk) -> Vec<FusedHit> {
+        fuse(
+            vec![ScoredChunk {
+                chunk: chunk.clone(),
+                score: 1.0,
+            }],
+            Vec::new(),
+            &FusionConfig::default(),
+        )
+    }
+
+    #[test]
+    fn a_split_hit_brings_its_whole_unit_beyond_the_window() {
+        let c = split_unit();
+        let config = AdjacencyConfig {
+            code_window: 0,
+            ..AdjacencyConfig::default()
+        };
+        let plan = plan_neighbours(&hit(&c[2]), &config);
+        let mut indices: Vec<u32> = plan.neighbours.iter().map(|n| n.chunk_index).collect();
+        indices.sort();
+        assert_eq!(
+            indices,
+            vec![1, 3, 4],
+            "parts 1, 3 and 4; not the function before"
+        );
+        assert!(
+            plan.neighbours
+                .iter()
+                .all(|n| n.unit.as_deref() == Some("big"))
+        );
+        // A fetched chunk that turns out not to be a part of the unit is refused.
+        let mut stranger = c[4].clone();
+        stranger.section = "other".into();
+        assert_eq!(plan.accept(&stranger), None);
+        assert!(plan.accept(&c[4]).is_some());
+        // Without whole units, the window alone decides.
+        let none = AdjacencyConfig {
+            whole_units: false,
+            ..config.clone()
+        };
+        assert!(plan_neighbours(&hit(&c[2]), &none).neighbours.is_empty());
+        // The cap on parts keeps the nearest.
+        let capped = AdjacencyConfig {
+            max_unit_parts: 2,
+            ..config
+        };
+        let mut near: Vec<u32> = plan_neighbours(&hit(&c[2]), &capped)
+            .neighbours
+            .iter()
+            .map(|n| n.chunk_index)
+            .collect();
+        near.sort();
+        assert_eq!(near, vec![1, 3]);
+    }
+
+    #[test]
+    fn a_window_neighbour_is_never_refused_for_its_section() {
+        let c = split_unit();
+        // Hit on part 1/4 with window 1: chunk 0 comes by window, 2..4 by unit.
+        let config = AdjacencyConfig {
+            code_window: 1,
+            ..AdjacencyConfig::default()
+        };
+        let plan = plan_neighbours(&hit(&c[1]), &config);
+        assert!(plan.accept(&c[0]).is_some(), "window neighbour");
+        let by_window_and_unit = plan.neighbours.iter().find(|n| n.chunk_index == 2).unwrap();
+        assert_eq!(by_window_and_unit.unit, None);
     }
 }

@@ -26,7 +26,7 @@ mod boosts;
 mod fusion;
 mod spans;
 
-pub use adjacency::{AdjacencyConfig, NeighbourPlan, PlannedNeighbour, plan_neighbours};
+pub use adjacency::{AdjacencyConfig, NeighbourPlan, PlannedNeighbour, plan_neighbours, unit_of};
 pub use boosts::{BoostConfig, apply_boosts, query_keywords};
 pub use fusion::{Component, FusedHit, FusionConfig, ScoredChunk, fuse};
 pub use spans::{DocumentResult, ResultChunk, Span, assemble};

@@ -77,7 +77,7 @@ pub fn assemble(
         });
     }
     for chunk in fetched {
-        let Some(score) = plan.score_of(&chunk.id()) else {
+        let Some(score) = plan.accept(&chunk) else {
             continue;
         };
         let Some(chunks) = documents.get_mut(&chunk.document_id) else {

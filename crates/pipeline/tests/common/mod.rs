@@ -280,3 +280,54 @@ pub fn write_fixture(root: &Path) {
     )
     .expect("binary");
 }
+
+/// The real vector index, counting the batched `get` calls made through it.
+pub struct CountingVectors {
+    pub inner: Arc<dyn weft_core::ports::VectorIndex>,
+    pub gets: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl weft_core::ports::VectorIndex for CountingVectors {
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+    async fn upsert(
+        &self,
+        chunks: &[weft_core::Chunk],
+        vectors: &[Vec<f32>],
+    ) -> weft_core::ports::PortResult<()> {
+        self.inner.upsert(chunks, vectors).await
+    }
+    async fn delete_document_from(
+        &self,
+        document: &weft_core::DocumentId,
+        from: u32,
+    ) -> weft_core::ports::PortResult<()> {
+        self.inner.delete_document_from(document, from).await
+    }
+    async fn delete_project(&self, project: &str) -> weft_core::ports::PortResult<()> {
+        self.inner.delete_project(project).await
+    }
+    async fn search(
+        &self,
+        vector: &[f32],
+        filter: &weft_core::retrieval::SearchFilter,
+        limit: usize,
+    ) -> weft_core::ports::PortResult<Vec<weft_core::retrieval::ScoredChunk>> {
+        self.inner.search(vector, filter, limit).await
+    }
+    async fn get(
+        &self,
+        ids: &[weft_core::ChunkId],
+    ) -> weft_core::ports::PortResult<Vec<weft_core::Chunk>> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.inner.get(ids).await
+    }
+    async fn count(&self) -> weft_core::ports::PortResult<u64> {
+        self.inner.count().await
+    }
+    async fn commit(&self) -> weft_core::ports::PortResult<()> {
+        self.inner.commit().await
+    }
+}

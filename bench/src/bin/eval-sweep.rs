@@ -1,0 +1,205 @@
+//! Compares retrieval settings on labelled queries over an index that
+//! `weft eval` built: every setting runs every query (expansion off and on),
+//! each query embedded once for all settings.
+//!
+//! ```text
+//! cargo run --release -p weft-bench --bin eval-sweep -- ../shared/eval/queries/java.jsonl \
+//!   --corpus guava --data-dir /tmp/eval-hard \
+//!   --set "k30:fusion.k=30" --set "text-heavy:fusion.vector_weight=0.4,fusion.text_weight=0.6" \
+//!   --set "vector:mode=vector" --set "text:mode=text"
+//! ```
+//!
+//! A setting is `NAME:key=value,…`; keys are the `[retrieval]` keys of
+//! weft.toml (`fusion.k`, `boosts.path_keyword`, `adjacency.code_window`, …)
+//! plus `mode`. The defaults always run first, as `default`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use serde_json::Value;
+use weft_core::ports::Embedder;
+use weft_core::query::{QueryEngine, SearchMode};
+use weft_core::retrieval::RetrievalConfig;
+use weft_eval::{Aggregate, CachingEmbedder, RunOptions, Variant};
+use weft_pipeline::DataDir;
+
+#[derive(Parser)]
+#[command(about = "Compare retrieval settings on labelled queries (embedding each query once)")]
+struct Args {
+    /// Labelled queries (shared/eval format).
+    queries: PathBuf,
+    /// The corpus to evaluate (its project `<corpus>-<variant>` must be indexed).
+    #[arg(long)]
+    corpus: String,
+    /// The data directory `weft eval` indexed into.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// hard or docs.
+    #[arg(long, default_value = "hard")]
+    variant: Variant,
+    /// Default mode for settings that do not set one.
+    #[arg(long, default_value = "hybrid")]
+    mode: SearchMode,
+    /// At most N queries, spread evenly.
+    #[arg(long)]
+    limit_queries: Option<usize>,
+    /// A setting to compare: `NAME:key=value,key=value`.
+    #[arg(long = "set")]
+    settings: Vec<String>,
+    /// Model directory (default: ~/.cache/weft/models/all-MiniLM-L6-v2).
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Applies `key=value` pairs (dotted keys) to the retrieval config; `mode` is returned apart.
+fn apply(
+    base: &RetrievalConfig,
+    default_mode: SearchMode,
+    pairs: &str,
+) -> anyhow::Result<(RetrievalConfig, SearchMode)> {
+    let mut value = serde_json::to_value(base)?;
+    let mut mode = default_mode;
+    for pair in pairs.split(',').filter(|p| !p.trim().is_empty()) {
+        let (key, raw) = pair
+            .split_once('=')
+            .with_context(|| format!("{pair:?} is not key=value"))?;
+        let (key, raw) = (key.trim(), raw.trim());
+        if key == "mode" {
+            mode = raw.parse().map_err(anyhow::Error::msg)?;
+            continue;
+        }
+        let parsed: Value = serde_json::from_str(raw).unwrap_or(Value::String(raw.to_owned()));
+        let mut slot = &mut value;
+        for part in key.split('.') {
+            slot = slot
+                .get_mut(part)
+                .with_context(|| format!("unknown retrieval key {key:?}"))?;
+        }
+        *slot = parsed;
+    }
+    let config = serde_json::from_value(value).context("invalid setting")?;
+    Ok((config, mode))
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let queries = weft_eval::load_queries(&args.queries)?;
+    let selected = weft_eval::select_queries(
+        queries,
+        std::slice::from_ref(&args.corpus),
+        args.limit_queries,
+    );
+    let Some(queries) = selected.get(&args.corpus) else {
+        bail!(
+            "no query of {} is about {}",
+            args.queries.display(),
+            args.corpus
+        );
+    };
+    let project = format!("{}-{}", args.corpus, args.variant.name());
+    let stores = DataDir::new(&args.data_dir).open_existing()?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let documents = runtime.block_on(stores.catalog.documents(Some(&project)))?;
+    if documents.is_empty() {
+        bail!(
+            "project {project} is not indexed in {} (run weft eval first)",
+            args.data_dir.display()
+        );
+    }
+    let model_dir = args
+        .model_dir
+        .clone()
+        .unwrap_or_else(weft_pipeline::default_model_dir);
+    let model = weft_embed_candle::LocalEmbedder::load(&model_dir, 256)?;
+    let embedder: Arc<dyn Embedder> = Arc::new(CachingEmbedder::new(Arc::new(model)));
+
+    let base = RetrievalConfig::default();
+    let mut settings = vec![("default".to_owned(), base.clone(), args.mode)];
+    for s in &args.settings {
+        let (name, pairs) = s.split_once(':').unwrap_or((s.as_str(), s.as_str()));
+        let (config, mode) =
+            apply(&base, args.mode, pairs).with_context(|| format!("--set {s}"))?;
+        settings.push((name.to_owned(), config, mode));
+    }
+    let mut rows = Vec::new();
+    for (name, config, mode) in &settings {
+        let engine = QueryEngine::new(
+            stores.vectors.clone(),
+            stores.text.clone(),
+            Some(embedder.clone()),
+            None,
+            config.clone(),
+        );
+        let options = RunOptions {
+            project: project.clone(),
+            mode: *mode,
+            limit: 10,
+            expansion_off: true,
+            expansion_on: true,
+        };
+        let started = std::time::Instant::now();
+        let outcomes =
+            runtime.block_on(weft_eval::run_queries(&engine, queries, &options, || {}))?;
+        let a = Aggregate::of(&outcomes);
+        eprintln!("{name}: {:.1}s", started.elapsed().as_secs_f64());
+        rows.push((name.clone(), *mode, a));
+    }
+    if args.json {
+        let out: Vec<Value> = rows
+            .iter()
+            .map(|(name, mode, a)| serde_json::json!({"setting": name, "mode": mode, "figures": a}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!(
+        "{} — {} ({} queries, {} variant)",
+        args.queries.display(),
+        args.corpus,
+        queries.len(),
+        args.variant.name()
+    );
+    println!(
+        "{:<24} {:>7} {:>6} {:>6} {:>7} {:>8} | {:>5} {:>5} {:>7} {:>8} {:>7} {:>7} {:>6}",
+        "setting",
+        "mode",
+        "R@1",
+        "R@10",
+        "MRR@10",
+        "nDCG@10",
+        "long",
+        "top1",
+        "cov on",
+        "complete",
+        "tok off",
+        "tok on",
+        "ratio"
+    );
+    for (name, mode, a) in &rows {
+        let (off, on) = (a.long_expansion_off.as_ref(), a.long_expansion_on.as_ref());
+        let tok_off = off.map_or(0.0, |s| s.context_tokens_mean);
+        let tok_on = on.map_or(0.0, |s| s.context_tokens_mean);
+        println!(
+            "{:<24} {:>7} {:>6.3} {:>6.3} {:>7.3} {:>8.3} | {:>5} {:>5} {:>7.3} {:>7.1}% {:>7.0} {:>7.0} {:>6.2}",
+            name,
+            format!("{mode:?}").to_lowercase(),
+            a.recall_at_1,
+            a.recall_at_10,
+            a.mrr_at_10,
+            a.ndcg_at_10,
+            a.long_queries,
+            on.map_or(0, |s| s.top1_hits),
+            on.map_or(0.0, |s| s.coverage_mean),
+            100.0 * on.map_or(0.0, |s| s.complete_share),
+            tok_off,
+            tok_on,
+            if tok_off > 0.0 { tok_on / tok_off } else { 0.0 }
+        );
+    }
+    Ok(())
+}

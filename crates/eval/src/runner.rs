@@ -1,0 +1,164 @@
+//! Running labelled queries through the query pipeline.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use weft_core::ports::{Embedder, PortResult};
+use weft_core::query::{QueryEngine, QueryError, SearchMode, SearchRequest};
+use weft_core::retrieval::SearchFilter;
+
+use crate::metrics::{Judgement, judge};
+use crate::queries::EvalQuery;
+
+/// What one query scored, with expansion off and/or on.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct QueryOutcome {
+    /// The query's id.
+    pub id: String,
+    /// Whether its target is long (the adjacency subset).
+    pub long: bool,
+    /// The search without expansion, when run.
+    pub off: Option<Judgement>,
+    /// The search with expansion, when run.
+    pub on: Option<Judgement>,
+}
+
+impl QueryOutcome {
+    /// The judgement ranks are read from: expansion on when run, else off.
+    pub fn main(&self) -> &Judgement {
+        const NONE: &Judgement = &Judgement {
+            rank: None,
+            coverage: None,
+            context_tokens: 0.0,
+        };
+        self.on.as_ref().or(self.off.as_ref()).unwrap_or(NONE)
+    }
+}
+
+/// How to run a set of queries.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The project holding the corpus.
+    pub project: String,
+    /// Retrievers.
+    pub mode: SearchMode,
+    /// Hits per query (10 in the metric definitions).
+    pub limit: usize,
+    /// Run each query without expansion.
+    pub expansion_off: bool,
+    /// Run each query with expansion.
+    pub expansion_on: bool,
+}
+
+/// Runs `queries` against `engine` within `options.project`, calling
+/// `progress` after each query.
+pub async fn run_queries(
+    engine: &QueryEngine,
+    queries: &[EvalQuery],
+    options: &RunOptions,
+    mut progress: impl FnMut(),
+) -> Result<Vec<QueryOutcome>, QueryError> {
+    let filter = SearchFilter {
+        projects: vec![options.project.clone()],
+        ..SearchFilter::default()
+    };
+    let mut out = Vec::with_capacity(queries.len());
+    for query in queries {
+        let targets = query.targets();
+        let run = async |expand: bool| -> Result<Judgement, QueryError> {
+            let response = engine
+                .search(&SearchRequest {
+                    query: query.query.clone(),
+                    filter: filter.clone(),
+                    limit: options.limit,
+                    mode: options.mode,
+                    expand,
+                })
+                .await?;
+            Ok(judge(&targets, &response.results, options.limit))
+        };
+        let on = if options.expansion_on {
+            Some(run(true).await?)
+        } else {
+            None
+        };
+        let off = if options.expansion_off {
+            Some(run(false).await?)
+        } else {
+            None
+        };
+        out.push(QueryOutcome {
+            id: query.id.clone(),
+            long: query.is_long(),
+            off,
+            on,
+        });
+        progress();
+    }
+    Ok(out)
+}
+
+/// An embedder that remembers every text it embedded, so that comparing
+/// several settings over the same queries embeds each query once.
+pub struct CachingEmbedder {
+    inner: Arc<dyn Embedder>,
+    cache: Mutex<HashMap<String, Vec<f32>>>,
+}
+
+impl CachingEmbedder {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn Embedder>) -> Self {
+        Self {
+            inner,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<f32>>> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[async_trait]
+impl Embedder for CachingEmbedder {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+
+    async fn embed(&self, texts: &[String]) -> PortResult<Vec<Vec<f32>>> {
+        let missing: Vec<String> = {
+            let cache = self.lock();
+            let mut missing: Vec<String> = texts
+                .iter()
+                .filter(|t| !cache.contains_key(*t))
+                .cloned()
+                .collect();
+            missing.dedup();
+            missing
+        };
+        if !missing.is_empty() {
+            let vectors = self.inner.embed(&missing).await?;
+            let mut cache = self.lock();
+            for (text, vector) in missing.into_iter().zip(vectors) {
+                cache.insert(text, vector);
+            }
+        }
+        let cache = self.lock();
+        texts
+            .iter()
+            .map(|t| {
+                cache.get(t).cloned().ok_or_else(|| {
+                    weft_core::ports::PortError::new(
+                        "embedding cache",
+                        format!("the model returned no vector for {t:?}"),
+                    )
+                })
+            })
+            .collect()
+    }
+}
