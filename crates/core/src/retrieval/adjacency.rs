@@ -307,8 +307,8 @@ mod tests {
     fn split_unit() -> Vec<crate::Chunk> {
         let mut c = example_chunks();
         c[0].section = "small".into();
-        for i in 1..5 {
-            c[i].section = format!("big (Part {i}/4)");
+        for (i, chunk) in c.iter_mut().enumerate().skip(1) {
+            chunk.section = format!("big (Part {i}/4)");
         }
         c
     }
