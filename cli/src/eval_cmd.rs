@@ -68,6 +68,11 @@ pub struct EvalArgs {
     #[arg(long, env = "WEFT_MODEL_DIR", value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
 
+    /// Also write every query's outcome (rank, target, top chunks) to FILE,
+    /// one JSON object per line.
+    #[arg(long, value_name = "FILE")]
+    pub details: Option<PathBuf>,
+
     /// Print JSON for machines instead of tables for people.
     #[arg(long)]
     pub json: bool,
@@ -182,6 +187,10 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
             bar.finish_and_clear();
             outcomes.push((name.clone(), result?));
         }
+        if let Some(path) = &args.details {
+            write_details(path, &corpora, &outcomes)
+                .with_context(|| format!("--details {}", path.display()))?;
+        }
         let report = Report::new(&outcomes);
         if args.json {
             let out = json!({
@@ -203,6 +212,32 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
         }
         anyhow::Ok(ExitCode::SUCCESS)
     })
+}
+
+fn write_details(
+    path: &Path,
+    corpora: &[(String, String, PathBuf, Vec<weft_eval::EvalQuery>)],
+    outcomes: &[(String, Vec<weft_eval::QueryOutcome>)],
+) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for ((name, _, _, queries), (_, results)) in corpora.iter().zip(outcomes) {
+        for (query, outcome) in queries.iter().zip(results) {
+            let line = json!({
+                "id": query.id,
+                "corpus": name,
+                "query": query.query,
+                "target": format!("{}:{}-{}", query.path, query.start_line, query.end_line),
+                "long": outcome.long,
+                "rank": outcome.main().rank,
+                "top": outcome.main().top,
+                "coverage_off": outcome.off.as_ref().and_then(|j| j.coverage),
+                "coverage_on": outcome.on.as_ref().and_then(|j| j.coverage),
+            });
+            writeln!(out, "{line}")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 fn query_bar(corpus: &str, len: usize) -> ProgressBar {

@@ -10,7 +10,7 @@ use crate::ids::{ChunkId, DocumentId};
 
 /// The version of the text that is embedded for a chunk (see
 /// [`Chunk::embedding_text`]). A change of this string re-embeds everything.
-pub const EMBEDDING_FORMAT: &str = "weft-ctx-v1";
+pub const EMBEDDING_FORMAT: &str = "weft-ctx-v2";
 
 /// What kind of material a chunk holds. It decides the adjacency window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -145,7 +145,9 @@ impl Chunk {
     }
 
     /// The text to embed: a short context header (path, section, language)
-    /// and, for split classes, the member outline, then the content.
+    /// and, for split classes, the member outline, then the content, with
+    /// camelCase identifiers split into words (`parseHttpURL` → `parse Http
+    /// URL`): word-piece models read words, not identifiers.
     ///
     /// Its shape is versioned by [`EMBEDDING_FORMAT`].
     pub fn embedding_text(&self) -> String {
@@ -163,8 +165,28 @@ impl Chunk {
             text.push('\n');
         }
         text.push_str(&self.content);
-        text
+        split_camel_case(&text)
     }
+}
+
+/// Puts a space inside camelCase and PascalCase words: before an upper-case
+/// letter that follows a lower-case letter or digit, and before the last
+/// capital of an acronym followed by a lower-case letter (`HTMLParser` →
+/// `HTML Parser`). Everything else is kept as it is.
+pub fn split_camel_case(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower) {
+                out.push(' ');
+            }
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -247,6 +269,12 @@ mod tests {
         assert!(text.starts_with("a.java | A.run | java\nmembers: run, stop\n"));
         assert!(text.ends_with("void"));
         assert_eq!(c.content, "void");
+        c.section = "HTMLParser.parseHttpURL".into();
+        c.content = "int maxRetries2Times = x;".into();
+        let text = c.embedding_text();
+        assert!(text.contains("| HTML Parser.parse Http URL |"), "{text}");
+        assert!(text.ends_with("int max Retries2 Times = x;"), "{text}");
+        assert_eq!(c.content, "int maxRetries2Times = x;");
     }
 
     #[test]

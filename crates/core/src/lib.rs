@@ -27,5 +27,7 @@ pub mod ports;
 pub mod query;
 pub mod retrieval;
 
-pub use chunk::{Chunk, ContentType, EMBEDDING_FORMAT, ParseContentTypeError, content_hash};
+pub use chunk::{
+    Chunk, ContentType, EMBEDDING_FORMAT, ParseContentTypeError, content_hash, split_camel_case,
+};
 pub use ids::{ChunkId, DocumentId, canonical_uri};

@@ -17,6 +17,8 @@ pub struct Judgement {
     pub coverage: Option<f64>,
     /// Returned context in tokens: characters of every returned chunk / 4.
     pub context_tokens: f64,
+    /// The first three matched chunks, best first, as `uri:start-end`.
+    pub top: Vec<String>,
 }
 
 /// Scores `results` (a search response) against `targets`, looking at the
@@ -67,6 +69,16 @@ pub fn judge(targets: &[Target], results: &[DocumentResult], limit: usize) -> Ju
         rank,
         coverage,
         context_tokens: chars as f64 / 4.0,
+        top: matched
+            .iter()
+            .take(3)
+            .map(|(_, _, c)| {
+                format!(
+                    "{}:{}-{}",
+                    c.chunk.uri, c.chunk.start_line, c.chunk.end_line
+                )
+            })
+            .collect(),
     }
 }
 
@@ -352,11 +364,13 @@ mod tests {
                     rank,
                     coverage: cov_off,
                     context_tokens: 100.0,
+                    top: Vec::new(),
                 }),
                 on: Some(Judgement {
                     rank,
                     coverage: cov_on,
                     context_tokens: 140.0,
+                    top: Vec::new(),
                 }),
             }
         };

@@ -31,6 +31,7 @@ impl QueryOutcome {
             rank: None,
             coverage: None,
             context_tokens: 0.0,
+            top: Vec::new(),
         };
         self.on.as_ref().or(self.off.as_ref()).unwrap_or(NONE)
     }

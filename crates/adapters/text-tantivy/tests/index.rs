@@ -77,7 +77,16 @@ fn finds_chunks_by_words_and_identifier_parts() {
 fn filters_by_project_type_language_and_path() {
     let dir = tempfile::tempdir().unwrap();
     let index = indexed(dir.path());
-    let only = |f: SearchFilter| index.search("the", &f, 100).unwrap();
+    // Every chunk's path starts with src/, and the path is searched text.
+    let only = |f: SearchFilter| index.search("src", &f, 100).unwrap();
+    assert_eq!(only(SearchFilter::default()).len(), index.len() as usize);
+    assert!(
+        index
+            .search("the of a", &SearchFilter::default(), 10)
+            .unwrap()
+            .is_empty(),
+        "a query of stop words matches nothing"
+    );
 
     let hits = only(SearchFilter {
         projects: vec!["cache".into()],
