@@ -95,7 +95,6 @@ pub struct QueryEngine {
 
 /// Hits asked of each retriever per requested hit: fusion needs depth.
 const CANDIDATES_PER_HIT: usize = 4;
-const MIN_CANDIDATES: usize = 40;
 
 impl QueryEngine {
     /// An engine over these ports. Without an embedder only text mode works.
@@ -121,7 +120,7 @@ impl QueryEngine {
         let started = Instant::now();
         let mut timings = Timings::default();
         let limit = request.limit.max(1);
-        let candidates = (limit * CANDIDATES_PER_HIT).max(MIN_CANDIDATES);
+        let candidates = (limit * CANDIDATES_PER_HIT).max(self.config.fusion.min_candidates);
         let (query_vector, cached) = match request.mode {
             SearchMode::Text => (None, false),
             SearchMode::Hybrid | SearchMode::Vector => {

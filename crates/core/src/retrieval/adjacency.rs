@@ -34,11 +34,14 @@ pub struct AdjacencyConfig {
 
 impl Default for AdjacencyConfig {
     fn default() -> Self {
+        // Measured with `weft eval` / `eval-sweep` (bench/RESULTS.md): the
+        // seed windows (prose 2, code 3, API 1 around each of 10 hits)
+        // tripled the context for no coverage that whole units do not give.
         AdjacencyConfig {
-            prose_window: 2,
-            code_window: 3,
-            api_reference_window: 1,
-            expand_hits: 10,
+            prose_window: 0,
+            code_window: 1,
+            api_reference_window: 0,
+            expand_hits: 3,
             max_chunks: 60,
             neighbour_factor: 0.5,
             whole_units: true,
@@ -214,6 +217,17 @@ mod tests {
     use super::*;
     use crate::retrieval::{FusionConfig, ScoredChunk, example_chunks, fuse};
 
+    /// The seed windows of DESIGN §5, which the window tests exercise.
+    fn seed() -> AdjacencyConfig {
+        AdjacencyConfig {
+            prose_window: 2,
+            code_window: 3,
+            api_reference_window: 1,
+            expand_hits: 10,
+            ..AdjacencyConfig::default()
+        }
+    }
+
     fn hits_at(indices: &[usize]) -> Vec<FusedHit> {
         let c = example_chunks();
         let list = indices
@@ -229,7 +243,7 @@ mod tests {
     #[test]
     fn code_window_is_three_each_side_within_the_document() {
         let hits = hits_at(&[1]);
-        let plan = plan_neighbours(&hits, &AdjacencyConfig::default());
+        let plan = plan_neighbours(&hits, &seed());
         let mut indices: Vec<u32> = plan.neighbours.iter().map(|n| n.chunk_index).collect();
         indices.sort();
         assert_eq!(indices, vec![0, 2, 3, 4], "index 1 ± 3, clipped to 0..5");
@@ -240,7 +254,7 @@ mod tests {
     #[test]
     fn neighbour_score_is_half_the_hit_over_distance() {
         let hits = hits_at(&[0]);
-        let plan = plan_neighbours(&hits, &AdjacencyConfig::default());
+        let plan = plan_neighbours(&hits, &seed());
         let hit = hits[0].score;
         for n in &plan.neighbours {
             assert!((n.score - hit * 0.5 / f64::from(n.distance)).abs() < 1e-12);
@@ -252,7 +266,7 @@ mod tests {
     #[test]
     fn hits_are_not_fetched_again_and_windows_overlap_once() {
         let hits = hits_at(&[1, 3]);
-        let plan = plan_neighbours(&hits, &AdjacencyConfig::default());
+        let plan = plan_neighbours(&hits, &seed());
         let mut indices: Vec<u32> = plan.neighbours.iter().map(|n| n.chunk_index).collect();
         indices.sort();
         assert_eq!(indices, vec![0, 2, 4]);
@@ -263,7 +277,7 @@ mod tests {
         let hits = hits_at(&[2]);
         let config = AdjacencyConfig {
             max_chunks: 3,
-            ..AdjacencyConfig::default()
+            ..seed()
         };
         let plan = plan_neighbours(&hits, &config);
         assert_eq!(plan.neighbours.len(), 2);
@@ -275,7 +289,7 @@ mod tests {
 
     #[test]
     fn prose_and_api_reference_windows_differ() {
-        let config = AdjacencyConfig::default();
+        let config = seed();
         assert_eq!(config.window(ContentType::Prose), 2);
         assert_eq!(config.window(ContentType::ApiReference), 1);
         let mut c = example_chunks();

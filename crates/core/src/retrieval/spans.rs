@@ -175,6 +175,7 @@ mod tests {
             &[0, 4],
             &AdjacencyConfig {
                 code_window: 2,
+                expand_hits: 10,
                 ..AdjacencyConfig::default()
             },
         );
@@ -198,6 +199,7 @@ mod tests {
             &[0, 4],
             &AdjacencyConfig {
                 code_window: 1,
+                expand_hits: 10,
                 ..AdjacencyConfig::default()
             },
         );
