@@ -88,7 +88,11 @@ fn java_class_splits_into_header_and_members() {
         "{outline}"
     );
     assert!(!header.content.contains("Members of"));
-    assert!(header.embedding_text().contains(outline));
+    assert!(
+        header
+            .embedding_text()
+            .contains(&weft_core::split_camel_case(outline))
+    );
 
     let to_string = by_section(&doc, "RateLimiter.toString");
     assert!(

@@ -205,6 +205,17 @@ impl WeftConfig {
         if r.adjacency.max_chunks == 0 {
             return bad("retrieval.adjacency.max_chunks", "must be at least 1");
         }
+        if r.fusion.min_candidates == 0 {
+            return bad("retrieval.fusion.min_candidates", "must be at least 1");
+        }
+        for (key, weight) in [
+            ("retrieval.fusion.vector_weight", r.fusion.vector_weight),
+            ("retrieval.fusion.text_weight", r.fusion.text_weight),
+        ] {
+            if weight.is_nan() || weight < 0.0 {
+                return bad(key, "must be zero or more");
+            }
+        }
         for (key, globs) in [
             ("sources.include", &self.sources.include),
             ("sources.exclude", &self.sources.exclude),
@@ -433,7 +444,12 @@ mod tests {
         let config = load_with_env(Some(&path), Vec::new()).unwrap().config;
         assert_eq!(config.data.dir.as_deref(), Some(Path::new("/var/lib/weft")));
         assert_eq!(config.sources.exclude, ["**/*.min.js"]);
-        assert_eq!(config.retrieval.adjacency.code_window, 3);
+        // The example spells out the defaults.
+        assert_eq!(
+            config.retrieval,
+            weft_core::retrieval::RetrievalConfig::default()
+        );
+        assert_eq!(config.retrieval.adjacency.code_window, 1);
         assert_eq!(config.rerank.kind, RerankKind::None);
         assert_eq!(config.chunking.code.max_chars, 1200);
     }
@@ -446,6 +462,14 @@ mod tests {
             ("[rerank]\nkind = \"tei\"\n", "rerank.url"),
             ("[sources]\nexclude = [\"a/[\"]\n", "sources.exclude"),
             ("[retrieval.fusion]\nk = 0.0\n", "retrieval.fusion.k"),
+            (
+                "[retrieval.fusion]\nmin_candidates = 0\n",
+                "retrieval.fusion.min_candidates",
+            ),
+            (
+                "[retrieval.fusion]\ntext_weight = -1.0\n",
+                "retrieval.fusion.text_weight",
+            ),
         ] {
             let path = write(&dir, toml);
             let err = load_with_env(Some(&path), Vec::new())

@@ -93,7 +93,14 @@ mod tests {
             chunk: chunks[i].clone(),
             score: 1.0,
         };
-        let mut hits = fuse(vec![list(1), list(0)], Vec::new(), &FusionConfig::default());
+        // The seed fusion (0.6 / 0.4, k = 60), which the figures below use.
+        let seed = FusionConfig {
+            vector_weight: 0.6,
+            text_weight: 0.4,
+            k: 60.0,
+            ..FusionConfig::default()
+        };
+        let mut hits = fuse(vec![list(1), list(0)], Vec::new(), &seed);
         // chunk 0's path "src/config/parse.rs" holds "config" and "parse".
         let config = BoostConfig {
             path_keyword: 1.15,
