@@ -72,13 +72,7 @@ impl HashEmbedder {
                 (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
             })
             .collect();
-        let norm = v
-            .iter()
-            .map(|x| x * x)
-            .sum::<f32>()
-            .sqrt()
-            .max(f32::EPSILON);
-        v.iter_mut().for_each(|x| *x /= norm);
+        normalize(&mut v);
         v
     }
 }
@@ -104,4 +98,21 @@ pub fn peak_rss_mib() -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
+}
+
+/// Scales `v` to unit length (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v
+        .iter()
+        .map(|x| x * x)
+        .sum::<f32>()
+        .sqrt()
+        .max(f32::EPSILON);
+    v.iter_mut().for_each(|x| *x /= norm);
+}
+
+/// The `p` quantile (0..=1, nearest rank) of ascending `sorted`; 0 when empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(i).copied().unwrap_or(0.0)
 }

@@ -5,16 +5,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use serde_json::Value;
-
-fn model_dir() -> PathBuf {
-    std::env::var_os("WEFT_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-                .join(".cache/weft/models/all-MiniLM-L6-v2")
-        })
-}
+mod common;
+use common::{json, model_dir};
 
 fn weft(args: &[&str], data: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_weft"))
@@ -25,16 +17,6 @@ fn weft(args: &[&str], data: &Path) -> Output {
         .env_remove("WEFT__RERANK__KIND")
         .output()
         .expect("weft runs")
-}
-
-fn json(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "weft failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
 }
 
 /// A Java class whose `retry` method is long (over 50 lines, several

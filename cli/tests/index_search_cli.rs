@@ -1,19 +1,13 @@
 //! `weft index`, `weft search` and `weft status` as a user runs them: real
 //! processes, the real model, a real data directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn model_dir() -> PathBuf {
-    std::env::var_os("WEFT_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-                .join(".cache/weft/models/all-MiniLM-L6-v2")
-        })
-}
+mod common;
+use common::{json, model_dir};
 
 /// Runs weft with `data` as data directory and the test model.
 fn weft(args: &[&str], data: &Path, cwd: &Path) -> Output {
@@ -25,16 +19,6 @@ fn weft(args: &[&str], data: &Path, cwd: &Path) -> Output {
         .env_remove("WEFT__RERANK__KIND")
         .output()
         .expect("weft runs")
-}
-
-fn json(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "weft failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
 }
 
 fn stderr(o: &Output) -> String {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
+use weft_bench::percentile;
 use weft_core::ports::Embedder;
 use weft_core::query::{QueryEngine, SearchMode, SearchRequest};
 use weft_core::retrieval::{RetrievalConfig, SearchFilter};
@@ -42,14 +43,6 @@ struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 fn main() -> anyhow::Result<()> {

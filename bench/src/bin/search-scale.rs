@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use clap::Parser;
+use weft_bench::percentile;
 use weft_core::ports::{Embedder, PortResult, VectorIndex};
 use weft_core::query::{QueryEngine, SearchMode, SearchRequest};
 use weft_core::retrieval::{RetrievalConfig, ScoredChunk, SearchFilter};
@@ -85,13 +86,7 @@ fn clustered(c: u64, rng: &mut Rng) -> Vec<f32> {
         .into_iter()
         .map(|x| x + 0.35 * (rng.unit() - 0.5))
         .collect();
-    let norm = v
-        .iter()
-        .map(|x| x * x)
-        .sum::<f32>()
-        .sqrt()
-        .max(f32::EPSILON);
-    v.iter_mut().for_each(|x| *x /= norm);
+    weft_bench::normalize(&mut v);
     v
 }
 
@@ -206,11 +201,6 @@ impl VectorIndex for Counting {
     async fn commit(&self) -> PortResult<()> {
         self.inner.commit().await
     }
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(i).copied().unwrap_or(0.0)
 }
 
 fn main() -> anyhow::Result<()> {

@@ -134,12 +134,12 @@ impl Embedder for CachingEmbedder {
     async fn embed(&self, texts: &[String]) -> PortResult<Vec<Vec<f32>>> {
         let missing: Vec<String> = {
             let cache = self.lock();
-            let mut missing: Vec<String> = texts
-                .iter()
-                .filter(|t| !cache.contains_key(*t))
-                .cloned()
-                .collect();
-            missing.dedup();
+            let mut missing: Vec<String> = Vec::new();
+            for text in texts {
+                if !cache.contains_key(text) && !missing.contains(text) {
+                    missing.push(text.clone());
+                }
+            }
             missing
         };
         if !missing.is_empty() {
