@@ -170,7 +170,7 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
             stores.vectors.clone(),
             stores.text.clone(),
             query_embedder,
-            crate::rerank::from_config(&ctx.config.rerank)?,
+            weft_query::reranker_from_config(&ctx.config.rerank)?,
             ctx.config.retrieval.clone(),
         );
         let mut outcomes = Vec::new();

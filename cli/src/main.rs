@@ -9,8 +9,8 @@ mod chunk_cmd;
 mod context;
 mod eval_cmd;
 mod index_cmd;
-mod rerank;
 mod search_cmd;
+mod serve_cmd;
 mod status_cmd;
 
 /// weft turns code repositories and documentation into retrieval context for LLMs.
@@ -34,6 +34,8 @@ enum Command {
     Index(index_cmd::IndexArgs),
     /// Search the index: best chunks with their neighbours, by document.
     Search(search_cmd::SearchArgs),
+    /// Serve the gRPC query API (weft.v1.QueryService) over the data directory.
+    Serve(serve_cmd::ServeArgs),
     /// Show what the data directory holds.
     Status(status_cmd::StatusArgs),
     /// Measure retrieval quality on labelled queries (Recall@k, MRR, nDCG, context coverage).
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Chunk(args) => chunk_cmd::run(cli.config.as_deref(), args),
         Command::Index(args) => index_cmd::run(cli.config.as_deref(), args),
         Command::Search(args) => search_cmd::run(cli.config.as_deref(), args),
+        Command::Serve(args) => serve_cmd::run(cli.config.as_deref(), args),
         Command::Status(args) => status_cmd::run(cli.config.as_deref(), args),
         Command::Eval(args) => eval_cmd::run(cli.config.as_deref(), args),
     };

@@ -92,7 +92,7 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
             Some(ctx.load_model()?)
         }
     };
-    let reranker = crate::rerank::from_config(&ctx.config.rerank)?;
+    let reranker = weft_query::reranker_from_config(&ctx.config.rerank)?;
     let engine = QueryEngine::new(
         stores.vectors.clone(),
         stores.text.clone(),
@@ -111,6 +111,8 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         limit: args.limit,
         mode: args.mode,
         expand: !args.no_expand,
+        adjacency: None,
+        rerank: reranker.is_some(),
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let response = runtime.block_on(engine.search(&request))?;

@@ -1,12 +1,20 @@
-//! Compiles `proto/weft/v1/*.proto` with protox (no system protoc) and prost.
+//! Compiles `proto/weft/v1/*.proto` with protox (no system protoc), prost
+//! and tonic, and keeps the file descriptor set for gRPC server reflection.
+
+use prost::Message as _;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../proto");
-    let files = ["weft/v1/pipeline.proto"];
+    let files = ["weft/v1/pipeline.proto", "weft/v1/query.proto"];
     for file in files {
         println!("cargo:rerun-if-changed={root}/{file}");
     }
     let descriptors = protox::compile(files, [root])?;
-    prost_build::Config::new().compile_fds(descriptors)?;
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(
+        out_dir.join("weft_descriptor.bin"),
+        descriptors.encode_to_vec(),
+    )?;
+    tonic_prost_build::configure().compile_fds(descriptors)?;
     Ok(())
 }

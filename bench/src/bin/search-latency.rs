@@ -96,6 +96,7 @@ fn main() -> anyhow::Result<()> {
         limit: 10,
         mode: args.mode,
         expand: true,
+        ..Default::default()
     }))?;
     for (query, path) in &queries {
         let response = runtime.block_on(engine.search(&SearchRequest {
@@ -104,6 +105,7 @@ fn main() -> anyhow::Result<()> {
             limit: 10,
             mode: args.mode,
             expand: true,
+            ..Default::default()
         }))?;
         let t = &response.timings;
         total.push(t.total_ms);

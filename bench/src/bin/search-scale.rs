@@ -293,6 +293,7 @@ fn main() -> anyhow::Result<()> {
             limit: 10,
             mode: args.mode,
             expand: true,
+            ..Default::default()
         }))?;
         let gets = counting.gets.load(Ordering::Relaxed) - before;
         max_gets = max_gets.max(gets);

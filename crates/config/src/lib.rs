@@ -51,6 +51,98 @@ pub struct WeftConfig {
     pub retrieval: weft_core::retrieval::RetrievalConfig,
     /// The optional reranker.
     pub rerank: RerankConfig,
+    /// NATS JetStream, for the distributed services.
+    pub nats: NatsConfig,
+    /// The gRPC query service (`weft-query`, `weft serve`).
+    pub query: QueryServiceConfig,
+    /// The embedder service's batching across documents.
+    pub embedder: EmbedderServiceConfig,
+}
+
+/// `[nats]`: the JetStream streams, consumers and key-value bucket that join
+/// the distributed services (DESIGN §6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NatsConfig {
+    /// Server URL(s), comma-separated.
+    pub url: String,
+    /// Work-queue stream of documents (`weft.docs.<project>.<document_id>`).
+    pub docs_stream: String,
+    /// Work-queue stream of chunk batches (`weft.chunks.<project>.<document_id>`).
+    pub chunks_stream: String,
+    /// Stream of messages that failed `max_deliver` times, with their error.
+    pub dead_letter_stream: String,
+    /// Key-value bucket of the catalog (what is indexed, by content hash).
+    pub catalog_bucket: String,
+    /// Messages a consumer may have unacknowledged at once.
+    pub max_ack_pending: i64,
+    /// Deliveries of one message before it goes to the dead-letter stream.
+    pub max_deliver: i64,
+    /// Seconds before an unacknowledged message is delivered again.
+    pub ack_wait_secs: u64,
+    /// Messages pulled per fetch.
+    pub fetch_batch: usize,
+}
+
+impl Default for NatsConfig {
+    fn default() -> Self {
+        Self {
+            url: "nats://127.0.0.1:4222".into(),
+            docs_stream: "WEFT_DOCS".into(),
+            chunks_stream: "WEFT_CHUNKS".into(),
+            dead_letter_stream: "WEFT_DEAD".into(),
+            catalog_bucket: "weft-catalog".into(),
+            max_ack_pending: 64,
+            max_deliver: 5,
+            ack_wait_secs: 60,
+            fetch_batch: 16,
+        }
+    }
+}
+
+/// `[query]`: the gRPC query service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueryServiceConfig {
+    /// Address the gRPC server listens on.
+    pub listen: String,
+    /// Requests running longer are cancelled (DEADLINE_EXCEEDED); a client's
+    /// shorter `grpc-timeout` wins.
+    pub request_timeout_secs: u64,
+    /// Largest request or response message, in bytes.
+    pub max_message_bytes: usize,
+    /// Address of the Prometheus `/metrics` endpoint; none when unset.
+    pub metrics_listen: Option<String>,
+}
+
+impl Default for QueryServiceConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:50051".into(),
+            request_timeout_secs: 30,
+            max_message_bytes: 16 * 1024 * 1024,
+            metrics_listen: None,
+        }
+    }
+}
+
+/// `[embedder]`: how the embedder service batches chunks across documents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbedderServiceConfig {
+    /// At most this many estimated tokens (4 characters each) per embedding call.
+    pub max_batch_tokens: usize,
+    /// How long to wait for more chunk batches before embedding a partial batch.
+    pub linger_ms: u64,
+}
+
+impl Default for EmbedderServiceConfig {
+    fn default() -> Self {
+        Self {
+            max_batch_tokens: 16_384,
+            linger_ms: 100,
+        }
+    }
 }
 
 /// `[data]`: the data directory.
@@ -197,6 +289,60 @@ impl WeftConfig {
         }
         if self.rerank.kind != RerankKind::None && self.rerank.url.is_none() {
             return bad("rerank.url", "is required when rerank.kind is not none");
+        }
+        if self.nats.url.trim().is_empty() {
+            return bad("nats.url", "must not be empty");
+        }
+        for (key, name) in [
+            ("nats.docs_stream", &self.nats.docs_stream),
+            ("nats.chunks_stream", &self.nats.chunks_stream),
+            ("nats.dead_letter_stream", &self.nats.dead_letter_stream),
+            ("nats.catalog_bucket", &self.nats.catalog_bucket),
+        ] {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(InvalidSetting {
+                    key: key.into(),
+                    message: format!("{name:?} must be letters, digits, '-' or '_'"),
+                });
+            }
+        }
+        if self.nats.max_ack_pending < 1 {
+            return bad("nats.max_ack_pending", "must be at least 1");
+        }
+        if self.nats.max_deliver < 1 {
+            return bad("nats.max_deliver", "must be at least 1");
+        }
+        if self.nats.ack_wait_secs == 0 {
+            return bad("nats.ack_wait_secs", "must be at least 1");
+        }
+        if self.nats.fetch_batch == 0 {
+            return bad("nats.fetch_batch", "must be at least 1");
+        }
+        for (key, addr) in [
+            ("query.listen", Some(&self.query.listen)),
+            ("query.metrics_listen", self.query.metrics_listen.as_ref()),
+        ] {
+            if let Some(addr) = addr
+                && addr.parse::<std::net::SocketAddr>().is_err()
+            {
+                return Err(InvalidSetting {
+                    key: key.into(),
+                    message: format!("{addr:?} is not an address like 127.0.0.1:50051"),
+                });
+            }
+        }
+        if self.query.request_timeout_secs == 0 {
+            return bad("query.request_timeout_secs", "must be at least 1");
+        }
+        if self.query.max_message_bytes < 1024 {
+            return bad("query.max_message_bytes", "must be at least 1024");
+        }
+        if self.embedder.max_batch_tokens < 1 {
+            return bad("embedder.max_batch_tokens", "must be at least 1");
         }
         let r = &self.retrieval;
         if r.fusion.k.is_nan() || r.fusion.k <= 0.0 {
@@ -469,6 +615,17 @@ mod tests {
             (
                 "[retrieval.fusion]\ntext_weight = -1.0\n",
                 "retrieval.fusion.text_weight",
+            ),
+            ("[nats]\nmax_deliver = 0\n", "nats.max_deliver"),
+            ("[nats]\ndocs_stream = \"a.b\"\n", "nats.docs_stream"),
+            ("[query]\nlisten = \"localhost\"\n", "query.listen"),
+            (
+                "[query]\nmetrics_listen = \"nine\"\n",
+                "query.metrics_listen",
+            ),
+            (
+                "[embedder]\nmax_batch_tokens = 0\n",
+                "embedder.max_batch_tokens",
             ),
         ] {
             let path = write(&dir, toml);

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::ports::{Embedder, PortResult, Reranker, TextIndex, VectorIndex};
 use crate::retrieval::{
-    self, DocumentResult, NeighbourPlan, RetrievalConfig, ScoredChunk, SearchFilter,
+    self, AdjacencyConfig, DocumentResult, NeighbourPlan, RetrievalConfig, ScoredChunk,
+    SearchFilter,
 };
 
 /// Which retrievers a search uses.
@@ -53,6 +54,11 @@ pub struct SearchRequest {
     pub mode: SearchMode,
     /// Fetch neighbours around the hits (the default).
     pub expand: bool,
+    /// Expansion settings for this search; `None`: the engine's configured ones.
+    pub adjacency: Option<AdjacencyConfig>,
+    /// Rerank the spans; an error ([`QueryError::NoReranker`]) when the
+    /// engine has no reranker.
+    pub rerank: bool,
 }
 
 /// How long each stage took, in milliseconds.
@@ -115,9 +121,24 @@ impl QueryEngine {
         }
     }
 
+    /// The retrieval settings searches use unless a request overrides them.
+    pub fn config(&self) -> &RetrievalConfig {
+        &self.config
+    }
+
+    /// Whether a reranker is configured.
+    pub fn has_reranker(&self) -> bool {
+        self.reranker.is_some()
+    }
+
     /// Answers `request`.
     pub async fn search(&self, request: &SearchRequest) -> Result<SearchResponse, QueryError> {
         let started = Instant::now();
+        let reranker = match (request.rerank, &self.reranker) {
+            (false, _) => None,
+            (true, Some(reranker)) => Some(reranker),
+            (true, None) => return Err(QueryError::NoReranker),
+        };
         let mut timings = Timings::default();
         let limit = request.limit.max(1);
         let candidates = (limit * CANDIDATES_PER_HIT).max(self.config.fusion.min_candidates);
@@ -154,7 +175,8 @@ impl QueryEngine {
         retrieval::apply_boosts(&mut hits, &request.query, &self.config.boosts);
         hits.truncate(limit);
         let plan = if request.expand {
-            retrieval::plan_neighbours(&hits, &self.config.adjacency)
+            let adjacency = request.adjacency.as_ref().unwrap_or(&self.config.adjacency);
+            retrieval::plan_neighbours(&hits, adjacency)
         } else {
             NeighbourPlan::default()
         };
@@ -167,7 +189,7 @@ impl QueryEngine {
         };
         timings.fetch_ms = ms(t);
         let mut results = retrieval::assemble(hits, &plan, fetched);
-        if let Some(reranker) = &self.reranker {
+        if let Some(reranker) = reranker {
             let t = Instant::now();
             rerank(reranker.as_ref(), &request.query, &mut results).await?;
             timings.rerank_ms = ms(t);
@@ -249,6 +271,9 @@ pub enum QueryError {
         "this search needs the embedding model, which is not loaded (use --mode text, or fetch the model)"
     )]
     NoEmbedder,
+    /// Reranking was asked for but no reranker is configured.
+    #[error("this search asks for reranking, but no reranker is configured (rerank.kind)")]
+    NoReranker,
     /// A port failed.
     #[error(transparent)]
     Port(#[from] crate::ports::PortError),

@@ -75,6 +75,9 @@ pub async fn run_queries(
                     limit: options.limit,
                     mode: options.mode,
                     expand,
+                    // A configured reranker is part of what is measured.
+                    rerank: engine.has_reranker(),
+                    ..Default::default()
                 })
                 .await?;
             Ok(judge(&targets, &response.results, options.limit))

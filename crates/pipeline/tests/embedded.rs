@@ -29,6 +29,7 @@ fn request(query: &str, expand: bool) -> SearchRequest {
         limit: 5,
         mode: SearchMode::Hybrid,
         expand,
+        ..Default::default()
     }
 }
 

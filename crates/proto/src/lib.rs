@@ -17,11 +17,17 @@
 
 use weft_core::{Chunk, ContentType, DocumentId};
 
-/// Generated messages of package `weft.v1`.
+pub mod query;
+
+/// Generated messages and gRPC client/server of package `weft.v1`.
 #[allow(missing_docs, clippy::all)]
 pub mod v1 {
     include!(concat!(env!("OUT_DIR"), "/weft.v1.rs"));
 }
+
+/// The encoded `FileDescriptorSet` of `proto/weft/v1`, for gRPC server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/weft_descriptor.bin"));
 
 /// A message that does not convert to a domain type, naming the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -88,17 +94,11 @@ impl TryFrom<v1::Chunk> for Chunk {
                 format!("{:?} is not 16 lowercase hex characters", c.document_id),
             )
         })?;
-        let content_type = match v1::ContentType::try_from(c.content_type) {
-            Ok(v1::ContentType::Prose) => ContentType::Prose,
-            Ok(v1::ContentType::Code) => ContentType::Code,
-            Ok(v1::ContentType::ApiReference) => ContentType::ApiReference,
-            Ok(v1::ContentType::Unspecified) | Err(_) => {
-                return Err(err(
-                    "content_type",
-                    format!("{} is not prose, code or api_reference", c.content_type),
-                ));
-            }
-        };
+        let content_type =
+            query::content_type(c.content_type, "content_type").map_err(|e| ConversionError {
+                message: "weft.v1.Chunk",
+                ..e
+            })?;
         if c.chunk_index >= c.total_chunks {
             return Err(err(
                 "chunk_index",

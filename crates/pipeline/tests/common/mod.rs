@@ -79,6 +79,7 @@ pub async fn search(
             limit,
             mode: weft_core::query::SearchMode::Hybrid,
             expand: true,
+            ..Default::default()
         })
         .await
         .expect("search")

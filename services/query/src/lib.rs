@@ -1,0 +1,288 @@
+//! # weft-query
+//!
+//! The gRPC query service of weft (`weft.v1.QueryService`, DESIGN §5): the
+//! same [`QueryEngine`] as `weft search`, served with `grpc.health.v1`,
+//! server reflection, a per-request deadline and message size limits.
+//!
+//! [`QueryServer`] implements the service over any stores; [`serve`] runs it
+//! on a listener until a shutdown future completes; [`run`] is the whole
+//! service over a data directory, as the `weft-query` binary and
+//! `weft serve` start it.
+
+#![warn(missing_docs)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tonic::{Request, Response, Status};
+use weft_config::{RerankConfig, RerankKind, WeftConfig};
+use weft_core::ports::{Reranker, VectorIndex};
+use weft_core::query::{QueryEngine, QueryError};
+use weft_core::{ChunkId, DocumentId};
+use weft_proto::v1;
+use weft_proto::v1::query_service_server::QueryServiceServer;
+
+/// The most chunks one `GetChunks` call returns.
+pub const MAX_GET_CHUNKS: u32 = 1000;
+
+/// Why the service could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The data directory could not be opened.
+    #[error(transparent)]
+    DataDir(#[from] weft_pipeline::DataDirError),
+    /// The embedding model could not be loaded.
+    #[error("cannot load the embedding model from {dir}: {message}")]
+    Model {
+        /// The model directory.
+        dir: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A setting cannot work.
+    #[error("{key}: {message}")]
+    Config {
+        /// The configuration key.
+        key: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The gRPC server failed.
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    /// Server reflection could not be built.
+    #[error("gRPC reflection: {0}")]
+    Reflection(String),
+}
+
+/// `None` for `rerank.kind = "none"`, else the HTTP reranker at `rerank.url`.
+pub fn reranker_from_config(
+    config: &RerankConfig,
+) -> Result<Option<Arc<dyn Reranker>>, ServiceError> {
+    use weft_rerank_http::{ApiShape, HttpReranker};
+    let shape = match config.kind {
+        RerankKind::None => return Ok(None),
+        RerankKind::Tei => ApiShape::Tei,
+        RerankKind::Cohere => ApiShape::Cohere,
+    };
+    let url = config.url.as_deref().ok_or(ServiceError::Config {
+        key: "rerank.url",
+        message: "is required when rerank.kind is set".into(),
+    })?;
+    let reranker =
+        HttpReranker::new(url, shape, config.model.clone()).map_err(|e| ServiceError::Config {
+            key: "rerank.url",
+            message: e.to_string(),
+        })?;
+    Ok(Some(Arc::new(reranker)))
+}
+
+/// `weft.v1.QueryService` over a [`QueryEngine`] and the vector index it
+/// fetches chunks from.
+#[derive(Clone)]
+pub struct QueryServer {
+    engine: Arc<QueryEngine>,
+    vectors: Arc<dyn VectorIndex>,
+}
+
+impl QueryServer {
+    /// A server answering with `engine`; `GetChunks` reads `vectors`.
+    pub fn new(engine: Arc<QueryEngine>, vectors: Arc<dyn VectorIndex>) -> Self {
+        Self { engine, vectors }
+    }
+}
+
+fn status_of(error: QueryError) -> Status {
+    match error {
+        QueryError::NoEmbedder | QueryError::NoReranker => {
+            Status::failed_precondition(error.to_string())
+        }
+        QueryError::Port(e) => Status::unavailable(e.to_string()),
+    }
+}
+
+#[tonic::async_trait]
+impl v1::query_service_server::QueryService for QueryServer {
+    async fn search(
+        &self,
+        request: Request<v1::SearchRequest>,
+    ) -> Result<Response<v1::SearchResponse>, Status> {
+        let started = Instant::now();
+        let request = request.into_inner();
+        let explain = request.explain;
+        let domain = weft_proto::query::search_request(request, &self.engine.config().adjacency)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let result = self.engine.search(&domain).await;
+        weft_telemetry::metrics().observe_query(started.elapsed(), result.is_ok());
+        let response = result.map_err(status_of)?;
+        Ok(Response::new(weft_proto::query::search_response(
+            response, explain,
+        )))
+    }
+
+    async fn get_chunks(
+        &self,
+        request: Request<v1::GetChunksRequest>,
+    ) -> Result<Response<v1::GetChunksResponse>, Status> {
+        let request = request.into_inner();
+        let document = DocumentId::parse(&request.document_id).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "weft.v1.GetChunksRequest.document_id: {:?} is not 16 lowercase hex characters",
+                request.document_id
+            ))
+        })?;
+        let start = request.start_index;
+        let end = match request.end_index {
+            Some(end) if end < start => {
+                return Err(Status::invalid_argument(format!(
+                    "weft.v1.GetChunksRequest.end_index: {end} is before start_index {start}"
+                )));
+            }
+            Some(end) => end,
+            None => start.saturating_add(MAX_GET_CHUNKS),
+        };
+        if end - start > MAX_GET_CHUNKS {
+            return Err(Status::invalid_argument(format!(
+                "weft.v1.GetChunksRequest.end_index: {} chunks asked, at most {MAX_GET_CHUNKS} per call",
+                end - start
+            )));
+        }
+        // Ids are computed, so the whole range is one store call; indices
+        // past the document's end are simply not found.
+        let ids: Vec<ChunkId> = (start..end).map(|i| ChunkId::new(&document, i)).collect();
+        let mut chunks = if ids.is_empty() {
+            Vec::new()
+        } else {
+            self.vectors
+                .get(&ids)
+                .await
+                .map_err(|e| Status::unavailable(e.to_string()))?
+        };
+        chunks.sort_by_key(|c| c.chunk_index);
+        let total_chunks = chunks.first().map(|c| c.total_chunks).unwrap_or(0);
+        Ok(Response::new(v1::GetChunksResponse {
+            total_chunks,
+            chunks: chunks.into_iter().map(Into::into).collect(),
+        }))
+    }
+}
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Requests running longer are cancelled.
+    pub request_timeout: Duration,
+    /// Largest request or response message.
+    pub max_message_bytes: usize,
+}
+
+impl ServeOptions {
+    /// The options of `[query]`.
+    pub fn from_config(config: &weft_config::QueryServiceConfig) -> Self {
+        Self {
+            request_timeout: Duration::from_secs(config.request_timeout_secs),
+            max_message_bytes: config.max_message_bytes,
+        }
+    }
+}
+
+/// Binds `addr` ("127.0.0.1:0" picks a free port).
+pub async fn bind(addr: &str) -> Result<tokio::net::TcpListener, ServiceError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServiceError::Bind {
+            addr: addr.to_owned(),
+            source,
+        })
+}
+
+/// Serves `server` (with health and reflection) on `listener` until
+/// `shutdown` completes; in-flight requests then finish.
+pub async fn serve(
+    server: QueryServer,
+    listener: tokio::net::TcpListener,
+    options: &ServeOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), ServiceError> {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<QueryServiceServer<QueryServer>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(weft_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| ServiceError::Reflection(e.to_string()))?;
+    let service = QueryServiceServer::new(server)
+        .max_decoding_message_size(options.max_message_bytes)
+        .max_encoding_message_size(options.max_message_bytes);
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    tonic::transport::Server::builder()
+        .timeout(options.request_timeout)
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(service)
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await?;
+    Ok(())
+}
+
+/// Builds the engine over the stores of `data_dir` with the local model in
+/// `model_dir` and the configured reranker.
+pub fn open(
+    config: &WeftConfig,
+    data_dir: &Path,
+    model_dir: &Path,
+) -> Result<QueryServer, ServiceError> {
+    let stores = weft_pipeline::DataDir::new(data_dir).open_existing()?;
+    let model = weft_embed_candle::LocalEmbedder::load(model_dir, config.embedding.max_tokens)
+        .map_err(|e| ServiceError::Model {
+            dir: model_dir.to_owned(),
+            message: e.to_string(),
+        })?;
+    let engine = QueryEngine::new(
+        stores.vectors.clone(),
+        stores.text.clone(),
+        Some(Arc::new(model)),
+        reranker_from_config(&config.rerank)?,
+        config.retrieval.clone(),
+    );
+    Ok(QueryServer::new(Arc::new(engine), stores.vectors))
+}
+
+/// The whole service: opens the stores and the model, binds `listen`, serves
+/// until `shutdown`. Returns the bound address through `on_bound` first.
+pub async fn run(
+    config: &WeftConfig,
+    data_dir: &Path,
+    model_dir: &Path,
+    listen: &str,
+    on_bound: impl FnOnce(SocketAddr),
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), ServiceError> {
+    let server = open(config, data_dir, model_dir)?;
+    let listener = bind(listen).await?;
+    let addr = listener.local_addr().map_err(|source| ServiceError::Bind {
+        addr: listen.to_owned(),
+        source,
+    })?;
+    on_bound(addr);
+    serve(
+        server,
+        listener,
+        &ServeOptions::from_config(&config.query),
+        shutdown,
+    )
+    .await
+}
