@@ -1,0 +1,248 @@
+//! # weft-nats
+//!
+//! NATS JetStream for weft's distributed pipeline (DESIGN §6):
+//!
+//! - [`Jet`] connects and makes sure the streams exist: documents on
+//!   `weft.docs.<project>.<document_id>` (work queue, one message per
+//!   subject, so a newer version of a document replaces an unprocessed older
+//!   one), chunk batches on `weft.chunks.<project>.<document_id>` (work
+//!   queue), and the dead-letter stream `weft.dead.<stage>.…`;
+//! - [`run_worker`] pulls from a durable consumer shared by every worker of a
+//!   stage, hands batches of messages to a [`Handler`], acknowledges what
+//!   succeeded, retries what failed with backoff, and after `max_deliver`
+//!   attempts moves a message to the dead-letter stream with its error;
+//! - [`NatsCatalog`] is the catalog port over a key-value bucket;
+//! - [`trace`] carries W3C trace context in message headers.
+
+#![warn(missing_docs)]
+
+mod catalog;
+#[doc(hidden)]
+pub mod testing;
+pub mod trace;
+mod worker;
+
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, stream};
+use bytes::Bytes;
+use weft_config::NatsConfig;
+
+pub use catalog::NatsCatalog;
+pub use worker::{Delivery, Handler, Outcome, WorkerOptions, WorkerStats, run_worker};
+
+/// Header naming why a message was dead-lettered.
+pub const ERROR_HEADER: &str = "Weft-Error";
+/// Header naming the stage that gave up on a message.
+pub const STAGE_HEADER: &str = "Weft-Stage";
+/// Header with the subject a dead-lettered message was published on.
+pub const SUBJECT_HEADER: &str = "Weft-Original-Subject";
+/// Header with how often a dead-lettered message was delivered.
+pub const DELIVERIES_HEADER: &str = "Weft-Deliveries";
+
+/// A NATS or JetStream failure, naming what was being done.
+#[derive(Debug, thiserror::Error)]
+pub enum NatsError {
+    /// The server could not be reached.
+    #[error("cannot connect to NATS at {url}: {message}")]
+    Connect {
+        /// The configured URL.
+        url: String,
+        /// What the client said.
+        message: String,
+    },
+    /// A JetStream call failed.
+    #[error("NATS JetStream: {what}: {message}")]
+    JetStream {
+        /// What was being done.
+        what: String,
+        /// What the server or client said.
+        message: String,
+    },
+}
+
+impl NatsError {
+    pub(crate) fn js(what: impl Into<String>, error: impl std::fmt::Display) -> Self {
+        Self::JetStream {
+            what: what.into(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// A subject token for a project name: NATS tokens cannot hold `.`, `*`,
+/// `>` or whitespace, so anything but letters, digits, `-` and `_` becomes `_`.
+/// (Subjects stay unique: the document id that follows includes the project.)
+pub fn subject_token(project: &str) -> String {
+    let token: String = project
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if token.is_empty() { "_".into() } else { token }
+}
+
+/// The subject of a document: `weft.docs.<project>.<document_id>`.
+pub fn docs_subject(project: &str, document_id: &str) -> String {
+    format!("weft.docs.{}.{document_id}", subject_token(project))
+}
+
+/// The subject of a document's chunk batches: `weft.chunks.<project>.<document_id>`.
+pub fn chunks_subject(project: &str, document_id: &str) -> String {
+    format!("weft.chunks.{}.{document_id}", subject_token(project))
+}
+
+/// A connection to NATS with the streams of `[nats]` in place.
+#[derive(Clone)]
+pub struct Jet {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    config: NatsConfig,
+}
+
+impl Jet {
+    /// Connects and creates the streams and the catalog bucket when missing.
+    pub async fn connect(config: &NatsConfig) -> Result<Self, NatsError> {
+        let client = async_nats::ConnectOptions::new()
+            .name("weft")
+            .retry_on_initial_connect()
+            .max_reconnects(Some(5))
+            .connection_timeout(Duration::from_secs(5))
+            .connect(config.url.as_str())
+            .await
+            .map_err(|e| NatsError::Connect {
+                url: config.url.clone(),
+                message: e.to_string(),
+            })?;
+        // `retry_on_initial_connect` returns at once: wait for the server so
+        // that a dead NATS is an error now, not a hang later.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while client.connection_state() != async_nats::connection::State::Connected {
+            if tokio::time::Instant::now() > deadline {
+                return Err(NatsError::Connect {
+                    url: config.url.clone(),
+                    message: "no server answered within 10 s".into(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let js = jetstream::new(client.clone());
+        let jet = Self {
+            client,
+            js,
+            config: config.clone(),
+        };
+        jet.ensure_streams().await?;
+        Ok(jet)
+    }
+
+    async fn ensure_streams(&self) -> Result<(), NatsError> {
+        let c = &self.config;
+        let work_queue = |name: &str, subject: &str, per_subject: i64| stream::Config {
+            name: name.to_owned(),
+            subjects: vec![subject.to_owned()],
+            retention: stream::RetentionPolicy::WorkQueue,
+            max_messages_per_subject: per_subject,
+            discard: stream::DiscardPolicy::Old,
+            storage: stream::StorageType::File,
+            ..Default::default()
+        };
+        for config in [
+            work_queue(&c.docs_stream, "weft.docs.>", 1),
+            work_queue(&c.chunks_stream, "weft.chunks.>", -1),
+            stream::Config {
+                name: c.dead_letter_stream.clone(),
+                subjects: vec!["weft.dead.>".into()],
+                retention: stream::RetentionPolicy::Limits,
+                max_age: Duration::from_secs(14 * 24 * 3600),
+                storage: stream::StorageType::File,
+                ..Default::default()
+            },
+        ] {
+            let name = config.name.clone();
+            self.js
+                .get_or_create_stream(config)
+                .await
+                .map_err(|e| NatsError::js(format!("create stream {name}"), e))?;
+        }
+        Ok(())
+    }
+
+    /// The `[nats]` settings.
+    pub fn config(&self) -> &NatsConfig {
+        &self.config
+    }
+
+    /// The JetStream context.
+    pub fn jetstream(&self) -> &jetstream::Context {
+        &self.js
+    }
+
+    /// The largest message the server accepts, in bytes.
+    pub fn max_payload(&self) -> usize {
+        self.client.server_info().max_payload
+    }
+
+    /// Publishes and waits for the stream to store the message.
+    pub async fn publish(
+        &self,
+        subject: String,
+        headers: HeaderMap,
+        payload: Bytes,
+    ) -> Result<(), NatsError> {
+        self.publish_later(subject, headers, payload).await?.await
+    }
+
+    /// Publishes; the returned future waits for the stream's acknowledgement,
+    /// so many publishes can be in flight.
+    pub async fn publish_later(
+        &self,
+        subject: String,
+        headers: HeaderMap,
+        payload: Bytes,
+    ) -> Result<impl std::future::Future<Output = Result<(), NatsError>> + use<>, NatsError> {
+        let ack = self
+            .js
+            .publish_with_headers(subject.clone(), headers, payload)
+            .await
+            .map_err(|e| NatsError::js(format!("publish to {subject}"), e))?;
+        Ok(async move {
+            ack.await
+                .map(|_| ())
+                .map_err(|e| NatsError::js(format!("publish to {subject}"), e))
+        })
+    }
+
+    /// Messages stored in `stream` (for a work queue: not yet acknowledged).
+    pub async fn stream_messages(&self, stream: &str) -> Result<u64, NatsError> {
+        let mut s = self
+            .js
+            .get_stream(stream)
+            .await
+            .map_err(|e| NatsError::js(format!("get stream {stream}"), e))?;
+        let info = s
+            .info()
+            .await
+            .map_err(|e| NatsError::js(format!("stream info {stream}"), e))?;
+        Ok(info.state.messages)
+    }
+
+    /// The catalog in the configured key-value bucket (created when missing).
+    pub async fn catalog(&self) -> Result<NatsCatalog, NatsError> {
+        NatsCatalog::open(&self.js, &self.config.catalog_bucket).await
+    }
+
+    /// Flushes what the client buffered.
+    pub async fn flush(&self) -> Result<(), NatsError> {
+        self.client
+            .flush()
+            .await
+            .map_err(|e| NatsError::js("flush", e))
+    }
+}

@@ -1,0 +1,296 @@
+//! The pull loop every worker stage shares: fetch a batch from a durable
+//! consumer, hand it to a [`Handler`], then acknowledge, retry or
+//! dead-letter each message by its [`Outcome`].
+
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::consumer::{AckPolicy, PullConsumer, pull};
+use async_nats::jetstream::{AckKind, Message};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+
+use crate::trace::TraceContext;
+use crate::{
+    DELIVERIES_HEADER, ERROR_HEADER, Jet, NatsError, STAGE_HEADER, SUBJECT_HEADER, subject_token,
+};
+
+/// One received message.
+pub struct Delivery {
+    /// Its subject.
+    pub subject: String,
+    /// Its payload.
+    pub payload: Bytes,
+    /// Its headers.
+    pub headers: Option<HeaderMap>,
+    /// How often it has been delivered, this time included.
+    pub delivered: i64,
+    /// Its sequence number in the stream: later publishes have larger ones.
+    pub stream_sequence: u64,
+    /// The trace span of the work on it (a child of what it carried).
+    pub trace: TraceContext,
+    message: Message,
+}
+
+/// What became of one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Handled: acknowledge it.
+    Done,
+    /// Failed in a way that may pass (a store or API down): deliver again
+    /// later, and dead-letter it after `max_deliver` attempts.
+    Retry(String),
+    /// Cannot ever succeed (malformed): dead-letter it now.
+    Fail(String),
+}
+
+/// A stage's work on a batch of messages.
+#[async_trait]
+pub trait Handler: Send {
+    /// One outcome per delivery, in order.
+    async fn handle(&mut self, deliveries: &[Delivery]) -> Vec<Outcome>;
+}
+
+/// Where and how a worker pulls.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// The stage, for metrics, logs and dead-letter subjects: `chunker`, `embedder`.
+    pub stage: &'static str,
+    /// The stream to pull from.
+    pub stream: String,
+    /// The durable consumer shared by every worker of the stage.
+    pub durable: String,
+    /// Messages per batch.
+    pub batch: usize,
+    /// How long a fetch waits for a full batch.
+    pub linger: Duration,
+}
+
+/// What a worker did before it stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Messages acknowledged.
+    pub done: u64,
+    /// Messages handed back for another attempt.
+    pub retried: u64,
+    /// Messages moved to the dead-letter stream.
+    pub dead_lettered: u64,
+}
+
+async fn consumer(jet: &Jet, options: &WorkerOptions) -> Result<PullConsumer, NatsError> {
+    let c = jet.config();
+    let stream = jet
+        .jetstream()
+        .get_stream(&options.stream)
+        .await
+        .map_err(|e| NatsError::js(format!("get stream {}", options.stream), e))?;
+    stream
+        .get_or_create_consumer(
+            &options.durable,
+            pull::Config {
+                durable_name: Some(options.durable.clone()),
+                description: Some(format!("weft {} workers", options.stage)),
+                ack_policy: AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(c.ack_wait_secs),
+                max_ack_pending: c.max_ack_pending,
+                // One more than ours: a message that keeps killing its worker
+                // is delivered once more and dead-lettered unprocessed.
+                max_deliver: c.max_deliver + 1,
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| {
+            NatsError::js(
+                format!("consumer {} on {}", options.durable, options.stream),
+                e,
+            )
+        })
+}
+
+/// Pulls and handles messages until `shutdown` completes. A batch being
+/// handled when it does is finished and acknowledged first; nothing
+/// fetched is left unanswered.
+pub async fn run_worker(
+    jet: &Jet,
+    options: &WorkerOptions,
+    handler: &mut dyn Handler,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<WorkerStats, NatsError> {
+    let mut consumer = consumer(jet, options).await?;
+    let max_deliver = jet.config().max_deliver;
+    let metrics = weft_telemetry::metrics();
+    let mut stats = WorkerStats::default();
+    tokio::pin!(shutdown);
+    loop {
+        if let Ok(info) = consumer.info().await {
+            metrics
+                .pending
+                .with_label_values(&[options.stream.as_str()])
+                .set(info.num_pending as i64);
+        }
+        let fetch = async {
+            let mut batch = consumer
+                .batch()
+                .max_messages(options.batch)
+                .expires(options.linger.max(Duration::from_millis(100)))
+                .messages()
+                .await
+                .map_err(|e| NatsError::js(format!("fetch from {}", options.durable), e))?;
+            let mut messages = Vec::new();
+            while let Some(message) = batch.next().await {
+                match message {
+                    Ok(m) => messages.push(m),
+                    Err(e) => tracing::warn!(stage = options.stage, "fetch: {e}"),
+                }
+            }
+            Ok::<_, NatsError>(messages)
+        };
+        let messages = tokio::select! {
+            () = &mut shutdown => break,
+            messages = fetch => match messages {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(stage = options.stage, "{e}; retrying in 1 s");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            },
+        };
+        if messages.is_empty() {
+            continue;
+        }
+        let mut deliveries = Vec::new();
+        for message in messages {
+            let (delivered, stream_sequence) = match message.info() {
+                Ok(info) => (info.delivered, info.stream_sequence),
+                Err(_) => (1, 0),
+            };
+            let delivery = Delivery {
+                subject: message.subject.to_string(),
+                payload: message.payload.clone(),
+                headers: message.headers.clone(),
+                delivered,
+                stream_sequence,
+                trace: TraceContext::continue_from(message.headers.as_ref()),
+                message,
+            };
+            if delivered > max_deliver {
+                // It was delivered `max_deliver` times without an answer:
+                // it probably kills its worker. Do not try again.
+                let reason = format!(
+                    "delivered {delivered} times without being acknowledged (did it crash the {} worker?)",
+                    options.stage
+                );
+                dead_letter(jet, options.stage, &delivery, &reason).await;
+                stats.dead_lettered += 1;
+                continue;
+            }
+            deliveries.push(delivery);
+        }
+        if deliveries.is_empty() {
+            continue;
+        }
+        let outcomes = handler.handle(&deliveries).await;
+        for (i, delivery) in deliveries.iter().enumerate() {
+            let outcome = outcomes
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| Outcome::Retry("the handler gave no outcome".into()));
+            match outcome {
+                Outcome::Done => {
+                    if let Err(e) = delivery.message.double_ack().await {
+                        tracing::warn!(stage = options.stage, subject = %delivery.subject, "ack: {e}");
+                    }
+                    stats.done += 1;
+                }
+                Outcome::Retry(reason) if delivery.delivered < max_deliver => {
+                    metrics.errors.with_label_values(&[options.stage]).inc();
+                    let delay = backoff(delivery.delivered);
+                    tracing::warn!(
+                        stage = options.stage,
+                        subject = %delivery.subject,
+                        trace_id = %delivery.trace.trace_id,
+                        attempt = delivery.delivered,
+                        "{reason}; again in {delay:?}"
+                    );
+                    if let Err(e) = delivery.message.ack_with(AckKind::Nak(Some(delay))).await {
+                        tracing::warn!(stage = options.stage, "nak: {e}");
+                    }
+                    stats.retried += 1;
+                }
+                Outcome::Retry(reason) | Outcome::Fail(reason) => {
+                    metrics.errors.with_label_values(&[options.stage]).inc();
+                    dead_letter(jet, options.stage, delivery, &reason).await;
+                    stats.dead_lettered += 1;
+                }
+            }
+        }
+    }
+    Ok(stats)
+}
+
+/// 1 s after the first failure, doubling, at most 30 s.
+fn backoff(delivered: i64) -> Duration {
+    let exponent = delivered.clamp(1, 6) as u32 - 1;
+    Duration::from_secs(2u64.pow(exponent).min(30))
+}
+
+/// Publishes the message to `weft.dead.<stage>.<subject>` with the error and
+/// terminates it; when the publish fails the message is handed back instead.
+async fn dead_letter(jet: &Jet, stage: &str, delivery: &Delivery, reason: &str) {
+    tracing::error!(
+        stage,
+        subject = %delivery.subject,
+        trace_id = %delivery.trace.trace_id,
+        "dead-lettered: {reason}"
+    );
+    weft_telemetry::metrics()
+        .documents
+        .with_label_values(&[stage, "dead_letter"])
+        .inc();
+    let mut headers = delivery.headers.clone().unwrap_or_default();
+    // Header values cannot hold line breaks.
+    let one_line: String = reason
+        .chars()
+        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+        .collect();
+    headers.insert(ERROR_HEADER, one_line.as_str());
+    headers.insert(STAGE_HEADER, stage);
+    headers.insert(SUBJECT_HEADER, delivery.subject.as_str());
+    headers.insert(DELIVERIES_HEADER, delivery.delivered.to_string().as_str());
+    let tail = delivery
+        .subject
+        .strip_prefix("weft.")
+        .unwrap_or(&delivery.subject);
+    let subject = format!("weft.dead.{}.{tail}", subject_token(stage));
+    match jet
+        .publish(subject, headers, delivery.payload.clone())
+        .await
+    {
+        Ok(()) => {
+            if let Err(e) = delivery.message.double_ack_with(AckKind::Term).await {
+                tracing::warn!(stage, "term: {e}");
+            }
+        }
+        Err(e) => {
+            tracing::error!(stage, "cannot dead-letter {}: {e}", delivery.subject);
+            let _ = delivery
+                .message
+                .ack_with(AckKind::Nak(Some(Duration::from_secs(30))))
+                .await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_thirty_seconds() {
+        let d: Vec<u64> = (1..=8).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(d, [1, 2, 4, 8, 16, 30, 30, 30]);
+    }
+}
