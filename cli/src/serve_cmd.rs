@@ -24,7 +24,7 @@ pub fn run(config_file: Option<&std::path::Path>, args: &ServeArgs) -> anyhow::R
         .unwrap_or_else(|| ctx.config.query.listen.clone());
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        if let Some(addr) = &ctx.config.query.metrics_listen {
+        if let Some(addr) = &ctx.config.telemetry.metrics_listen {
             let bound = weft_telemetry::serve_metrics(addr).await?;
             eprintln!("metrics on http://{bound}/metrics");
         }

@@ -98,6 +98,32 @@ impl ChunkError {
     }
 }
 
+/// The page kind ([`Chunker::chunk_page`]) of a media type: `html`,
+/// `markdown` or `text`; `None` for anything else (chunk it as a file).
+pub fn page_kind(media_type: &str) -> Option<&'static str> {
+    let essence = media_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match essence.as_str() {
+        "text/html" | "application/xhtml+xml" => Some("html"),
+        "text/markdown" | "text/x-markdown" => Some("markdown"),
+        "text/plain" => Some("text"),
+        _ => None,
+    }
+}
+
+/// The media type of a page kind, the inverse of [`page_kind`].
+pub fn page_media_type(kind: &str) -> &'static str {
+    match kind {
+        "markdown" => "text/markdown",
+        "text" => "text/plain",
+        _ => "text/html",
+    }
+}
+
 /// The chunks of one document, and what the chunker noticed on the way.
 #[derive(Debug, Clone)]
 pub struct ChunkedDocument {
@@ -193,6 +219,21 @@ impl Chunker {
             offset: e.valid_up_to(),
         })?;
         Ok(self.chunk_text(project, uri, text))
+    }
+
+    /// Chunks a fetched web page (or any document whose kind a media type
+    /// gives): `kind` is `html`, `markdown` or `text` (see
+    /// [`page_kind`]); the content is prose whatever the URL looks like.
+    pub fn chunk_page(&self, project: &str, uri: &str, kind: &str, body: &str) -> ChunkedDocument {
+        let mut file_kind = self.detect(uri);
+        file_kind.strategy = match kind {
+            "markdown" => Strategy::Markdown,
+            "text" => Strategy::Text,
+            _ => Strategy::Html,
+        };
+        file_kind.language = kind.to_owned();
+        file_kind.content_type = weft_core::ContentType::Prose;
+        self.chunk_text_as(project, uri, body, file_kind)
     }
 
     /// Chunks `text`, the content of the file at `uri` in `project`.

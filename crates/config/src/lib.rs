@@ -57,6 +57,8 @@ pub struct WeftConfig {
     pub query: QueryServiceConfig,
     /// The embedder service's batching across documents.
     pub embedder: EmbedderServiceConfig,
+    /// Metrics endpoint of the services.
+    pub telemetry: TelemetryConfig,
 }
 
 /// `[nats]`: the JetStream streams, consumers and key-value bucket that join
@@ -111,7 +113,14 @@ pub struct QueryServiceConfig {
     pub request_timeout_secs: u64,
     /// Largest request or response message, in bytes.
     pub max_message_bytes: usize,
-    /// Address of the Prometheus `/metrics` endpoint; none when unset.
+}
+
+/// `[telemetry]`: what every service exposes for operations.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Address of the Prometheus `/metrics` endpoint (e.g. `0.0.0.0:9090`);
+    /// none when unset.
     pub metrics_listen: Option<String>,
 }
 
@@ -121,7 +130,6 @@ impl Default for QueryServiceConfig {
             listen: "127.0.0.1:50051".into(),
             request_timeout_secs: 30,
             max_message_bytes: 16 * 1024 * 1024,
-            metrics_listen: None,
         }
     }
 }
@@ -324,7 +332,10 @@ impl WeftConfig {
         }
         for (key, addr) in [
             ("query.listen", Some(&self.query.listen)),
-            ("query.metrics_listen", self.query.metrics_listen.as_ref()),
+            (
+                "telemetry.metrics_listen",
+                self.telemetry.metrics_listen.as_ref(),
+            ),
         ] {
             if let Some(addr) = addr
                 && addr.parse::<std::net::SocketAddr>().is_err()
@@ -620,8 +631,8 @@ mod tests {
             ("[nats]\ndocs_stream = \"a.b\"\n", "nats.docs_stream"),
             ("[query]\nlisten = \"localhost\"\n", "query.listen"),
             (
-                "[query]\nmetrics_listen = \"nine\"\n",
-                "query.metrics_listen",
+                "[telemetry]\nmetrics_listen = \"nine\"\n",
+                "telemetry.metrics_listen",
             ),
             (
                 "[embedder]\nmax_batch_tokens = 0\n",

@@ -110,6 +110,12 @@ pub struct DocumentRecord {
     pub chunk_count: u32,
     /// Embedding model id and embedding format it was embedded with.
     pub embedding: String,
+    /// Which version of the document this is, where versions are ordered
+    /// (the distributed pipeline: the document's sequence number in the
+    /// documents stream); 0 when unknown. An older version never replaces
+    /// a newer one.
+    #[serde(default)]
+    pub version: u64,
 }
 
 /// Where a project came from and how far it has been indexed.

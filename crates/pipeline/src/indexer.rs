@@ -8,7 +8,7 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use weft_chunking::{Chunker, Strategy};
+use weft_chunking::Chunker;
 use weft_config::WeftConfig;
 use weft_core::ports::{DocumentRecord, Embedder, PortError, ProjectState};
 use weft_core::{Chunk, DocumentId, EMBEDDING_FORMAT};
@@ -186,7 +186,10 @@ impl Indexer {
                 (inputs, true)
             }
             SourceSpec::Git(url) => {
-                let repo = GitRepo::new(url, &self.sources_dir.join(safe_name(&project)));
+                let repo = GitRepo::new(
+                    url,
+                    &self.sources_dir.join(sources::checkout_name(&project)),
+                );
                 options.progress.set_message(format!("fetching {url}"));
                 let head = repo.sync().map_err(|e| IndexError::Source(e.to_string()))?;
                 summary.revision = Some(head.clone());
@@ -293,15 +296,7 @@ impl Indexer {
             let chunked = match &input {
                 Input::File { .. } => self.chunker.chunk_bytes(&project, &uri, &bytes),
                 Input::Page { kind, body, .. } => {
-                    let mut file_kind = self.chunker.detect(&uri);
-                    file_kind.strategy = match *kind {
-                        "markdown" => Strategy::Markdown,
-                        "text" => Strategy::Text,
-                        _ => Strategy::Html,
-                    };
-                    file_kind.language = (*kind).to_owned();
-                    file_kind.content_type = weft_core::ContentType::Prose;
-                    Ok(self.chunker.chunk_text_as(&project, &uri, body, file_kind))
+                    Ok(self.chunker.chunk_page(&project, &uri, kind, body))
                 }
             };
             let document = match chunked {
@@ -335,6 +330,7 @@ impl Indexer {
                     content_hash: hash,
                     chunk_count: chunks.len() as u32,
                     embedding: tag.clone(),
+                    version: 0,
                 },
                 previous_chunks: previous.map(|r| r.chunk_count),
                 chunks,
@@ -483,18 +479,4 @@ impl Indexer {
 
 fn spec_source(spec: &SourceSpec) -> String {
     spec.display()
-}
-
-/// A file-system-safe name for a project's checkout directory.
-fn safe_name(project: &str) -> String {
-    project
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }

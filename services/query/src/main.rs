@@ -8,7 +8,7 @@ use clap::Parser;
 /// weft's gRPC query service (weft.v1.QueryService, with grpc.health.v1 and
 /// reflection). Settings: defaults, then the config file, then WEFT__… variables.
 #[derive(Debug, Parser)]
-#[command(name = "weft-query", version, about, long_about = None)]
+#[command(name = "weft-query", version)]
 struct Args {
     /// Configuration file (default: ./weft.toml when it exists).
     #[arg(long, value_name = "FILE")]
@@ -49,7 +49,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .or_else(|| config.embedding.model_dir.clone())
         .unwrap_or_else(weft_pipeline::default_model_dir);
     let listen = args.listen.unwrap_or_else(|| config.query.listen.clone());
-    if let Some(addr) = &config.query.metrics_listen {
+    if let Some(addr) = &config.telemetry.metrics_listen {
         let bound = weft_telemetry::serve_metrics(addr).await?;
         tracing::info!("metrics on http://{bound}/metrics");
     }

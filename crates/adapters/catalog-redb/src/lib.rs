@@ -283,6 +283,7 @@ mod tests {
             content_hash: hash.into(),
             chunk_count: chunks,
             embedding: "all-MiniLM-L6-v2/weft-ctx-v2".into(),
+            version: 0,
         }
     }
 

@@ -50,6 +50,10 @@ pub enum Outcome {
 pub trait Handler: Send {
     /// One outcome per delivery, in order.
     async fn handle(&mut self, deliveries: &[Delivery]) -> Vec<Outcome>;
+
+    /// Called when a fetch found nothing after some work: time for
+    /// housekeeping (e.g. building search structures). The default does nothing.
+    async fn idle(&mut self) {}
 }
 
 /// Where and how a worker pulls.
@@ -122,6 +126,7 @@ pub async fn run_worker(
     let max_deliver = jet.config().max_deliver;
     let metrics = weft_telemetry::metrics();
     let mut stats = WorkerStats::default();
+    let mut worked_since_idle = false;
     tokio::pin!(shutdown);
     loop {
         if let Ok(info) = consumer.info().await {
@@ -159,8 +164,13 @@ pub async fn run_worker(
             },
         };
         if messages.is_empty() {
+            if worked_since_idle {
+                handler.idle().await;
+                worked_since_idle = false;
+            }
             continue;
         }
+        worked_since_idle = true;
         let mut deliveries = Vec::new();
         for message in messages {
             let (delivered, stream_sequence) = match message.info() {

@@ -20,6 +20,7 @@ fn record(project: &str, uri: &str, hash: &str) -> DocumentRecord {
         content_hash: hash.into(),
         chunk_count: 3,
         embedding: "m/f".into(),
+        version: 7,
     }
 }
 

@@ -95,6 +95,21 @@ impl SourceSpec {
     }
 }
 
+/// A directory name for a project's git checkout: the name with anything
+/// but letters, digits, `-`, `_` and `.` replaced by `_`.
+pub fn checkout_name(project: &str) -> String {
+    project
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// `path` relative to `root`, with `/` separators.
 pub fn relative_uri(root: &Path, path: &Path) -> String {
     let relative = path.strip_prefix(root).unwrap_or(path);

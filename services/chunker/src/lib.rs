@@ -1,0 +1,230 @@
+//! # weft-chunker
+//!
+//! The chunker stage of the distributed pipeline (DESIGN §6): workers share
+//! one durable consumer on the documents stream, chunk each document with
+//! the same chunkers as `weft index`, publish its chunks as one
+//! `weft.v1.ChunkBatch` on `weft.chunks.<project>.<document_id>` — split into
+//! parts when one message would exceed the server's payload limit — and only
+//! then acknowledge the document.
+//!
+//! A deleted document (no content) becomes a batch marked `deleted`; a
+//! document that cannot be chunked (binary, not UTF-8, too large) a batch
+//! with no chunks and its reason, so that what was indexed of it goes. A
+//! message that is not a valid `weft.v1.Document` goes to the dead-letter
+//! stream.
+
+#![warn(missing_docs)]
+
+use async_trait::async_trait;
+use prost::Message as _;
+use weft_chunking::Chunker;
+use weft_config::WeftConfig;
+use weft_core::DocumentId;
+use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
+use weft_proto::v1;
+
+/// The durable consumer every chunker worker shares.
+pub const DURABLE: &str = "weft-chunkers";
+
+/// Room left in a message for headers and framing.
+const PAYLOAD_MARGIN: usize = 4096;
+
+/// Why a chunker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ChunkerError {
+    /// A setting cannot work.
+    #[error("{0}")]
+    Config(String),
+    /// NATS failed.
+    #[error(transparent)]
+    Nats(#[from] weft_nats::NatsError),
+}
+
+/// Chunks documents from the documents stream.
+pub struct ChunkerHandler {
+    chunker: Chunker,
+    jet: Jet,
+}
+
+impl ChunkerHandler {
+    /// A handler publishing through `jet`.
+    pub fn new(config: &WeftConfig, jet: Jet) -> Result<Self, ChunkerError> {
+        let chunker = Chunker::new(config.chunking.clone())
+            .map_err(|e| ChunkerError::Config(format!("{}: {}", e.key, e.message)))?;
+        Ok(Self { chunker, jet })
+    }
+
+    /// The batches of one document: its chunks split so that each encoded
+    /// batch fits in `max_bytes`.
+    fn batches(&self, document: &v1::Document, sequence: u64) -> Vec<v1::ChunkBatch> {
+        let base = v1::ChunkBatch {
+            project: document.project.clone(),
+            document_id: document.document_id.clone(),
+            uri: document.uri.clone(),
+            content_hash: document.content_hash.clone(),
+            version: sequence,
+            part: 1,
+            parts: 1,
+            ..Default::default()
+        };
+        let Some(content) = &document.content else {
+            return vec![v1::ChunkBatch {
+                deleted: true,
+                ..base
+            }];
+        };
+        let chunked = match weft_chunking::page_kind(&document.media_type) {
+            Some(kind) => match std::str::from_utf8(content) {
+                Ok(text) => {
+                    Ok(self
+                        .chunker
+                        .chunk_page(&document.project, &document.uri, kind, text))
+                }
+                // Pages that are not text get the file checks and their reason.
+                Err(_) => self
+                    .chunker
+                    .chunk_bytes(&document.project, &document.uri, content),
+            },
+            None => self
+                .chunker
+                .chunk_bytes(&document.project, &document.uri, content),
+        };
+        let chunked = match chunked {
+            Ok(c) => c,
+            Err(e) => {
+                return vec![v1::ChunkBatch {
+                    skipped_reason: e.reason(),
+                    ..base
+                }];
+            }
+        };
+        for warning in &chunked.warnings {
+            tracing::info!(uri = %document.uri, "{warning}");
+        }
+        let total = chunked.chunks.len() as u32;
+        let limit = self
+            .jet
+            .max_payload()
+            .saturating_sub(PAYLOAD_MARGIN)
+            .max(1024);
+        let mut parts: Vec<v1::ChunkBatch> = Vec::new();
+        let mut current = v1::ChunkBatch {
+            total_chunks: total,
+            ..base.clone()
+        };
+        let mut size = current.encoded_len();
+        for chunk in chunked.chunks {
+            let wire: v1::Chunk = chunk.into();
+            let chunk_size = wire.encoded_len() + 8;
+            if !current.chunks.is_empty() && size + chunk_size > limit {
+                parts.push(std::mem::replace(
+                    &mut current,
+                    v1::ChunkBatch {
+                        total_chunks: total,
+                        ..base.clone()
+                    },
+                ));
+                size = current.encoded_len();
+            }
+            size += chunk_size;
+            current.chunks.push(wire);
+        }
+        parts.push(current);
+        let count = parts.len() as u32;
+        for (i, part) in parts.iter_mut().enumerate() {
+            part.part = i as u32 + 1;
+            part.parts = count;
+        }
+        parts
+    }
+
+    async fn handle_one(&self, delivery: &Delivery) -> Outcome {
+        let document = match v1::Document::decode(delivery.payload.as_ref()) {
+            Ok(d) => d,
+            Err(e) => {
+                return Outcome::Fail(format!("{}: not a weft.v1.Document: {e}", delivery.subject));
+            }
+        };
+        let expected = DocumentId::new(&document.project, &document.uri);
+        if expected.as_str() != document.document_id {
+            return Outcome::Fail(format!(
+                "{}: document_id {:?} is not the id of project {:?}, uri {:?} ({expected})",
+                delivery.subject, document.document_id, document.project, document.uri
+            ));
+        }
+        let batches = self.batches(&document, delivery.stream_sequence);
+        let metrics = weft_telemetry::metrics();
+        let outcome = if batches[0].deleted {
+            "deleted"
+        } else if !batches[0].skipped_reason.is_empty() {
+            tracing::info!(uri = %document.uri, "skipped: {}", batches[0].skipped_reason);
+            "skipped"
+        } else {
+            "chunked"
+        };
+        let chunks: usize = batches.iter().map(|b| b.chunks.len()).sum();
+        let subject = weft_nats::chunks_subject(&document.project, &document.document_id);
+        let headers = delivery.trace.headers();
+        let mut acks = Vec::new();
+        for batch in &batches {
+            let payload = batch.encode_to_vec();
+            match self
+                .jet
+                .publish_later(subject.clone(), headers.clone(), payload.into())
+                .await
+            {
+                Ok(ack) => acks.push(ack),
+                Err(e) => return Outcome::Retry(e.to_string()),
+            }
+        }
+        for ack in acks {
+            if let Err(e) = ack.await {
+                return Outcome::Retry(e.to_string());
+            }
+        }
+        metrics
+            .documents
+            .with_label_values(&["chunker", outcome])
+            .inc();
+        metrics
+            .chunks
+            .with_label_values(&["chunker", "chunked"])
+            .inc_by(chunks as u64);
+        tracing::debug!(
+            uri = %document.uri,
+            trace_id = %delivery.trace.trace_id,
+            chunks,
+            parts = batches.len(),
+            "{outcome}"
+        );
+        Outcome::Done
+    }
+}
+
+#[async_trait]
+impl Handler for ChunkerHandler {
+    async fn handle(&mut self, deliveries: &[Delivery]) -> Vec<Outcome> {
+        let mut outcomes = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            outcomes.push(self.handle_one(delivery).await);
+        }
+        outcomes
+    }
+}
+
+/// Runs a chunker worker until `shutdown` completes.
+pub async fn run(
+    config: &WeftConfig,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<WorkerStats, ChunkerError> {
+    let jet = Jet::connect(&config.nats).await?;
+    let mut handler = ChunkerHandler::new(config, jet.clone())?;
+    let options = WorkerOptions {
+        stage: "chunker",
+        stream: config.nats.docs_stream.clone(),
+        durable: DURABLE.into(),
+        batch: config.nats.fetch_batch,
+        linger: std::time::Duration::from_millis(500),
+    };
+    Ok(weft_nats::run_worker(&jet, &options, &mut handler, shutdown).await?)
+}
