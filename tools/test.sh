@@ -15,6 +15,14 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
+step "nats-server (JetStream) for the distributed-pipeline tests"
+if ! command -v nats-server >/dev/null && [ ! -x /usr/sbin/nats-server ]; then
+  if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+  "${apt_get[@]}" update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq nats-server >/dev/null
+fi
+"${WEFT_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}" --version
+
 step "fetch real corpora"
 if dirs=$(tools/fetch-real-corpora.sh | tail -n 1); then
   export WEFT_REAL_CORPUS_DIRS="$dirs"

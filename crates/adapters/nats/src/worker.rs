@@ -127,6 +127,7 @@ pub async fn run_worker(
     let metrics = weft_telemetry::metrics();
     let mut stats = WorkerStats::default();
     let mut worked_since_idle = false;
+    let fault_delay = fault_delay();
     tokio::pin!(shutdown);
     loop {
         if let Ok(info) = consumer.info().await {
@@ -202,6 +203,9 @@ pub async fn run_worker(
         if deliveries.is_empty() {
             continue;
         }
+        if let Some(delay) = fault_delay {
+            tokio::time::sleep(delay).await;
+        }
         let outcomes = handler.handle(&deliveries).await;
         for (i, delivery) in deliveries.iter().enumerate() {
             let outcome = outcomes
@@ -239,6 +243,14 @@ pub async fn run_worker(
         }
     }
     Ok(stats)
+}
+
+/// `WEFT_FAULT_DELAY_MS`: a pause before each batch is handled, so that
+/// crash-recovery tests and chaos drills can kill a worker mid-batch.
+fn fault_delay() -> Option<Duration> {
+    let ms: u64 = std::env::var("WEFT_FAULT_DELAY_MS").ok()?.parse().ok()?;
+    tracing::warn!("WEFT_FAULT_DELAY_MS: pausing {ms} ms before each batch");
+    Some(Duration::from_millis(ms))
 }
 
 /// 1 s after the first failure, doubling, at most 30 s.

@@ -48,7 +48,7 @@ async fn the_catalog_bucket_is_a_catalog() {
     assert_eq!(alpha, vec![b.clone(), a.clone()]);
     assert_eq!(catalog.documents(None).await.unwrap().len(), 3);
     catalog
-        .remove_documents(&[a.document_id.clone()])
+        .remove_documents(std::slice::from_ref(&a.document_id))
         .await
         .unwrap();
     assert_eq!(catalog.document(&a.document_id).await.unwrap(), None);
