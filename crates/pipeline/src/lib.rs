@@ -13,12 +13,14 @@
 #![warn(missing_docs)]
 
 mod data_dir;
+mod embedding;
 mod indexer;
 pub mod sources;
 
 pub use data_dir::{
     DataDir, DataDirError, DataMeta, LazyEmbedder, Stores, default_data_dir, default_model_dir,
 };
+pub use embedding::{EmbedderSetupError, embedder_from_config};
 pub use indexer::{IndexError, IndexOptions, IndexSummary, Indexer};
 
 /// A document that was skipped or failed, and why.

