@@ -3,6 +3,8 @@
 
 #![warn(missing_docs)]
 
+pub mod otlp;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

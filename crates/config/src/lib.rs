@@ -59,6 +59,72 @@ pub struct WeftConfig {
     pub embedder: EmbedderServiceConfig,
     /// Metrics endpoint of the services.
     pub telemetry: TelemetryConfig,
+    /// Which vector and text stores hold the index.
+    pub stores: StoresConfig,
+}
+
+/// `[stores]`: where the index lives. `embedded` (the default) keeps the
+/// vector index (qdrant-edge) and the text index (tantivy) under
+/// `data.dir`; `qdrant` and `meilisearch` use servers, which every
+/// embedder and query replica then shares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoresConfig {
+    /// `embedded` or `qdrant`.
+    pub vector: VectorStoreKind,
+    /// `embedded` or `meilisearch`.
+    pub text: TextStoreKind,
+    /// Qdrant's gRPC URL (`http://qdrant:6334`), for `vector = "qdrant"`.
+    pub qdrant_url: Option<String>,
+    /// The Qdrant collection (created on first use).
+    pub qdrant_collection: String,
+    /// Name of the environment variable holding Qdrant's API key; none
+    /// sends no key.
+    pub qdrant_api_key_env: Option<String>,
+    /// Meilisearch's URL (`http://meilisearch:7700`), for `text = "meilisearch"`.
+    pub meili_url: Option<String>,
+    /// The Meilisearch index uid (created on first use).
+    pub meili_index: String,
+    /// Name of the environment variable holding Meilisearch's API key;
+    /// none sends no key.
+    pub meili_api_key_env: Option<String>,
+}
+
+impl Default for StoresConfig {
+    fn default() -> Self {
+        Self {
+            vector: VectorStoreKind::Embedded,
+            text: TextStoreKind::Embedded,
+            qdrant_url: None,
+            qdrant_collection: "weft_chunks".into(),
+            qdrant_api_key_env: None,
+            meili_url: None,
+            meili_index: "weft_chunks".into(),
+            meili_api_key_env: None,
+        }
+    }
+}
+
+/// Where vectors are stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VectorStoreKind {
+    /// qdrant-edge under `data.dir`.
+    #[default]
+    Embedded,
+    /// A Qdrant server.
+    Qdrant,
+}
+
+/// Where the text index is stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextStoreKind {
+    /// tantivy under `data.dir`.
+    #[default]
+    Embedded,
+    /// A Meilisearch server.
+    Meilisearch,
 }
 
 /// `[nats]`: the JetStream streams, consumers and key-value bucket that join
@@ -425,6 +491,40 @@ impl WeftConfig {
         if self.embedder.max_batch_tokens < 1 {
             return bad("embedder.max_batch_tokens", "must be at least 1");
         }
+        let st = &self.stores;
+        if st.vector == VectorStoreKind::Qdrant {
+            if st.qdrant_url.as_deref().is_none_or(|u| u.trim().is_empty()) {
+                return bad(
+                    "stores.qdrant_url",
+                    "is required when stores.vector is qdrant",
+                );
+            }
+            if st.qdrant_collection.trim().is_empty() {
+                return bad("stores.qdrant_collection", "must not be empty");
+            }
+        }
+        if st.text == TextStoreKind::Meilisearch {
+            if st.meili_url.as_deref().is_none_or(|u| u.trim().is_empty()) {
+                return bad(
+                    "stores.meili_url",
+                    "is required when stores.text is meilisearch",
+                );
+            }
+            if st.meili_index.is_empty()
+                || !st
+                    .meili_index
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(InvalidSetting {
+                    key: "stores.meili_index".into(),
+                    message: format!(
+                        "{:?} must be letters, digits, '-' or '_' (a Meilisearch index uid)",
+                        st.meili_index
+                    ),
+                });
+            }
+        }
         let r = &self.retrieval;
         if r.fusion.k.is_nan() || r.fusion.k <= 0.0 {
             return bad("retrieval.fusion.k", "must be positive");
@@ -708,6 +808,13 @@ mod tests {
                 "[embedder]\nmax_batch_tokens = 0\n",
                 "embedder.max_batch_tokens",
             ),
+            ("[stores]\nvector = \"qdrant\"\n", "stores.qdrant_url"),
+            ("[stores]\ntext = \"meilisearch\"\n", "stores.meili_url"),
+            (
+                "[stores]\ntext = \"meilisearch\"\nmeili_url = \"http://m:7700\"\nmeili_index = \"a b\"\n",
+                "stores.meili_index",
+            ),
+            ("[stores]\nvector = \"pinecone\"\n", "pinecone"),
         ] {
             let path = write(&dir, toml);
             let err = load_with_env(Some(&path), Vec::new())
@@ -715,5 +822,29 @@ mod tests {
                 .to_string();
             assert!(err.contains(key), "{toml}: {err}");
         }
+    }
+
+    #[test]
+    fn stores_come_from_file_and_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            &dir,
+            "[stores]\nvector = \"qdrant\"\nqdrant_url = \"http://qdrant:6334\"\nqdrant_api_key_env = \"QDRANT_KEY\"\n",
+        );
+        let env = vec![
+            ("WEFT__STORES__TEXT".to_owned(), "meilisearch".to_owned()),
+            (
+                "WEFT__STORES__MEILI_URL".to_owned(),
+                "http://meili:7700".to_owned(),
+            ),
+        ];
+        let stores = load_with_env(Some(&path), env).unwrap().config.stores;
+        assert_eq!(stores.vector, VectorStoreKind::Qdrant);
+        assert_eq!(stores.qdrant_url.as_deref(), Some("http://qdrant:6334"));
+        assert_eq!(stores.qdrant_collection, "weft_chunks");
+        assert_eq!(stores.qdrant_api_key_env.as_deref(), Some("QDRANT_KEY"));
+        assert_eq!(stores.text, TextStoreKind::Meilisearch);
+        assert_eq!(stores.meili_url.as_deref(), Some("http://meili:7700"));
+        assert_eq!(stores.meili_index, "weft_chunks");
     }
 }

@@ -136,16 +136,25 @@ impl DataDir {
     /// Opens the stores for indexing with `model` of `dimension`, creating
     /// them on first use; data made by another model is an error.
     pub fn open_for(&self, model: &str, dimension: usize) -> Result<Stores, DataDirError> {
+        let meta = self.record_model(model, dimension)?;
+        self.open_stores(meta)
+    }
+
+    /// Checks that the directory holds an index made by `model` of
+    /// `dimension`: nothing indexed and another model are errors.
+    pub fn check_model(&self, model: &str, dimension: usize) -> Result<DataMeta, DataDirError> {
+        let found = self
+            .meta()?
+            .ok_or_else(|| DataDirError::Empty(self.path.clone()))?;
+        self.same_model(found, model, dimension)
+    }
+
+    /// Records `model` of `dimension` as the one the directory's vectors
+    /// are made with, creating the directory; a directory recorded with
+    /// another model is an error.
+    pub fn record_model(&self, model: &str, dimension: usize) -> Result<DataMeta, DataDirError> {
         if let Some(found) = self.meta()? {
-            if found.model != model || found.dimension != dimension {
-                return Err(DataDirError::ModelMismatch {
-                    dir: self.path.clone(),
-                    expected: model.to_owned(),
-                    found: found.model,
-                    found_dimension: found.dimension,
-                });
-            }
-            return self.open_stores(found);
+            return self.same_model(found, model, dimension);
         }
         std::fs::create_dir_all(&self.path).map_err(|e| DataDirError::Io {
             path: self.path.clone(),
@@ -156,14 +165,30 @@ impl DataDir {
             model: model.to_owned(),
             dimension,
         };
-        let stores = self.open_stores(meta.clone())?;
         let path = self.path.join(META_FILE);
         let json = serde_json::to_vec_pretty(&meta).map_err(|e| DataDirError::BadMeta {
             path: path.clone(),
             message: e.to_string(),
         })?;
         std::fs::write(&path, json).map_err(|e| DataDirError::Io { path, source: e })?;
-        Ok(stores)
+        Ok(meta)
+    }
+
+    fn same_model(
+        &self,
+        found: DataMeta,
+        model: &str,
+        dimension: usize,
+    ) -> Result<DataMeta, DataDirError> {
+        if found.model != model || found.dimension != dimension {
+            return Err(DataDirError::ModelMismatch {
+                dir: self.path.clone(),
+                expected: model.to_owned(),
+                found: found.model,
+                found_dimension: found.dimension,
+            });
+        }
+        Ok(found)
     }
 
     fn open_stores(&self, meta: DataMeta) -> Result<Stores, DataDirError> {
@@ -183,14 +208,20 @@ impl DataDir {
 }
 
 #[cfg(feature = "qdrant-edge")]
-fn open_vectors(dir: &Path, dimension: usize) -> Result<Arc<dyn VectorIndex>, DataDirError> {
+pub(crate) fn open_vectors(
+    dir: &Path,
+    dimension: usize,
+) -> Result<Arc<dyn VectorIndex>, DataDirError> {
     let index = weft_vector_edge::EdgeVectorIndex::open_or_create(dir, dimension)
         .map_err(|e| DataDirError::Store(e.to_string()))?;
     Ok(Arc::new(index))
 }
 
 #[cfg(not(feature = "qdrant-edge"))]
-fn open_vectors(_dir: &Path, _dimension: usize) -> Result<Arc<dyn VectorIndex>, DataDirError> {
+pub(crate) fn open_vectors(
+    _dir: &Path,
+    _dimension: usize,
+) -> Result<Arc<dyn VectorIndex>, DataDirError> {
     Err(DataDirError::NoVectorIndex)
 }
 

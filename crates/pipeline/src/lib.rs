@@ -14,6 +14,7 @@
 
 mod data_dir;
 mod embedding;
+mod index_stores;
 mod indexer;
 pub mod sources;
 
@@ -21,6 +22,7 @@ pub use data_dir::{
     DataDir, DataDirError, DataMeta, LazyEmbedder, Stores, default_data_dir, default_model_dir,
 };
 pub use embedding::{EmbedderSetupError, embedder_from_config};
+pub use index_stores::{IndexStores, StoreAccess, open_index_stores};
 pub use indexer::{IndexError, IndexOptions, IndexSummary, Indexer};
 
 /// A document that was skipped or failed, and why.

@@ -2,10 +2,13 @@
 //!
 //! Operations plumbing every weft service shares: the Prometheus metrics of
 //! [`Metrics`] (one registry per process, [`metrics()`]) served on
-//! `/metrics` by [`serve_metrics`], log setup ([`init_logging`]) and the
-//! shutdown signal ([`shutdown_signal`]).
+//! `/metrics` by [`serve_metrics`], traces ([`trace`]: the W3C trace
+//! context and OpenTelemetry export over OTLP), log setup
+//! ([`init_logging`]) and the shutdown signal ([`shutdown_signal`]).
 
 #![warn(missing_docs)]
+
+pub mod trace;
 
 use std::sync::OnceLock;
 use std::time::Duration;

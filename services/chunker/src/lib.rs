@@ -20,6 +20,7 @@ use prost::Message as _;
 use weft_chunking::Chunker;
 use weft_config::WeftConfig;
 use weft_core::DocumentId;
+use weft_nats::trace::TraceHeaders as _;
 use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
 use weft_proto::v1;
 

@@ -23,7 +23,17 @@ struct Args {
 fn main() -> ExitCode {
     weft_telemetry::init_logging("info");
     let args = Args::parse();
-    match run(args) {
+    let tracing = match weft_telemetry::trace::init_tracing("weft-chunker") {
+        Ok(tracing) => tracing,
+        Err(error) => {
+            eprintln!("weft-chunker: {error} (OTEL_EXPORTER_OTLP_ENDPOINT)");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = run(args);
+    // Spans still pending are exported before the process ends.
+    tracing.shutdown();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("weft-chunker: {error:#}");

@@ -22,11 +22,12 @@ use sha2::{Digest, Sha256};
 use weft_config::WeftConfig;
 use weft_core::DocumentId;
 use weft_core::ports::{Catalog, ProjectState};
-use weft_nats::trace::TraceContext;
+use weft_nats::trace::{TraceContext, TraceHeaders as _};
 use weft_nats::{Jet, NatsCatalog, NatsError};
 use weft_pipeline::Issue;
 use weft_pipeline::sources::{self, DirSelection, GitRepo, SourceSpec};
 use weft_proto::v1;
+use weft_telemetry::trace::{Kind, start_span};
 
 /// Room left in a message for headers and the other fields.
 const PAYLOAD_MARGIN: usize = 8192;
@@ -378,6 +379,20 @@ impl Crawler {
         let subject = weft_nats::docs_subject(&document.project, &document.document_id);
         let trace = TraceContext::new_root();
         tracing::debug!(uri = %document.uri, trace_id = %trace.trace_id, "publish");
+        // The root of the document's trace; the chunker's span is its child.
+        let _span = start_span(
+            "crawler publish",
+            Kind::Producer,
+            &trace,
+            None,
+            &[
+                ("messaging.system", "nats".into()),
+                ("messaging.destination.name", subject.clone()),
+                ("weft.project", document.project.clone()),
+                ("weft.uri", document.uri.clone()),
+                ("weft.document_id", document.document_id.clone()),
+            ],
+        );
         Ok(self
             .jet
             .publish_later(subject, trace.headers(), document.encode_to_vec().into())

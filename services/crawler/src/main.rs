@@ -47,7 +47,17 @@ struct Args {
 fn main() -> ExitCode {
     weft_telemetry::init_logging("warn");
     let args = Args::parse();
-    match run(args) {
+    let tracing = match weft_telemetry::trace::init_tracing("weft-crawler") {
+        Ok(tracing) => tracing,
+        Err(error) => {
+            eprintln!("weft-crawler: {error} (OTEL_EXPORTER_OTLP_ENDPOINT)");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = run(args);
+    // Spans still pending are exported before the process ends.
+    tracing.shutdown();
+    match result {
         Ok(code) => code,
         Err(error) => {
             eprintln!("weft-crawler: {error:#}");

@@ -322,7 +322,7 @@ impl Handler for EmbedderHandler {
 }
 
 /// Runs an embedder worker until `shutdown` completes, writing to the
-/// embedded stores of `data_dir` with the configured embedder (the local
+/// stores `[stores]` configures (embedded ones under `data_dir`) with the configured embedder (the local
 /// model of `model_dir`, or an HTTP API) and the catalog in NATS.
 pub async fn run(
     config: &WeftConfig,
@@ -333,8 +333,15 @@ pub async fn run(
     let jet = Jet::connect(&config.nats).await?;
     let catalog = Arc::new(jet.catalog().await?);
     let model = weft_pipeline::embedder_from_config(&config.embedding, model_dir).await?;
-    let stores =
-        weft_pipeline::DataDir::new(data_dir).open_for(model.model_id(), model.dimension())?;
+    let stores = weft_pipeline::open_index_stores(
+        &config.stores,
+        data_dir,
+        model.model_id(),
+        model.dimension(),
+        weft_pipeline::StoreAccess::Write,
+    )
+    .await?;
+    tracing::info!(stores = %stores.description, model = model.model_id(), "embedder writing");
     let sinks = Sinks {
         vectors: stores.vectors,
         text: stores.text,

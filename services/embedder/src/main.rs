@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use clap::Parser;
 
 /// A weft embedder worker: pulls chunk batches from NATS JetStream, embeds
-/// what changed, writes the vector and text indexes of the data directory
-/// and the catalog in NATS. Settings: defaults, then the config file, then
+/// what changed, writes the vector and text indexes (`[stores]`: embedded
+/// in the data directory, or Qdrant and Meilisearch servers) and the
+/// catalog in NATS. Settings: defaults, then the config file, then
 /// WEFT__… variables (e.g. WEFT__NATS__URL).
 #[derive(Debug, Parser)]
 #[command(name = "weft-embedder", version)]
@@ -30,7 +31,17 @@ struct Args {
 fn main() -> ExitCode {
     weft_telemetry::init_logging("info,qdrant_edge=error");
     let args = Args::parse();
-    match run(args) {
+    let tracing = match weft_telemetry::trace::init_tracing("weft-embedder") {
+        Ok(tracing) => tracing,
+        Err(error) => {
+            eprintln!("weft-embedder: {error} (OTEL_EXPORTER_OTLP_ENDPOINT)");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = run(args);
+    // Spans still pending are exported before the process ends.
+    tracing.shutdown();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("weft-embedder: {error:#}");

@@ -23,6 +23,7 @@ use weft_core::query::{QueryEngine, QueryError};
 use weft_core::{ChunkId, DocumentId};
 use weft_proto::v1;
 use weft_proto::v1::query_service_server::QueryServiceServer;
+use weft_telemetry::trace::{Kind, TRACEPARENT, TraceContext, TraceSpan, start_span};
 
 /// The most chunks one `GetChunks` call returns.
 pub const MAX_GET_CHUNKS: u32 = 1000;
@@ -107,30 +108,98 @@ fn status_of(error: QueryError) -> Status {
     }
 }
 
+/// The server span of one call: a child of the caller's `traceparent`
+/// metadata when it sends one, else the root of a new trace.
+fn rpc_span<T>(method: &'static str, request: &Request<T>) -> (TraceContext, TraceSpan) {
+    let parent = request
+        .metadata()
+        .get(TRACEPARENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(TraceContext::parse);
+    let context = parent
+        .as_ref()
+        .map(TraceContext::child)
+        .unwrap_or_else(TraceContext::new_root);
+    let span = start_span(
+        format!("weft.v1.QueryService/{method}"),
+        Kind::Server,
+        &context,
+        parent.as_ref(),
+        &[
+            ("rpc.system", "grpc".into()),
+            ("rpc.service", "weft.v1.QueryService".into()),
+            ("rpc.method", method.into()),
+        ],
+    );
+    (context, span)
+}
+
+/// Ends `span` with the call's outcome and returns the answer with the
+/// call's `traceparent` in its metadata, so a caller can find the trace.
+fn finish<T>(
+    context: &TraceContext,
+    mut span: TraceSpan,
+    result: Result<T, Status>,
+) -> Result<Response<T>, Status> {
+    match result {
+        Ok(body) => {
+            let mut response = Response::new(body);
+            if let Ok(value) = context.header_value().parse() {
+                response.metadata_mut().insert(TRACEPARENT, value);
+            }
+            span.end();
+            Ok(response)
+        }
+        Err(status) => {
+            span.set("rpc.grpc.status_code", format!("{:?}", status.code()));
+            span.fail(status.message());
+            span.end();
+            Err(status)
+        }
+    }
+}
+
 #[tonic::async_trait]
 impl v1::query_service_server::QueryService for QueryServer {
     async fn search(
         &self,
         request: Request<v1::SearchRequest>,
     ) -> Result<Response<v1::SearchResponse>, Status> {
+        let (context, mut span) = rpc_span("Search", &request);
         let started = Instant::now();
-        let request = request.into_inner();
-        let explain = request.explain;
-        let domain = weft_proto::query::search_request(request, &self.engine.config().adjacency)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let result = self.engine.search(&domain).await;
-        weft_telemetry::metrics().observe_query(started.elapsed(), result.is_ok());
-        let response = result.map_err(status_of)?;
-        Ok(Response::new(weft_proto::query::search_response(
-            response, explain,
-        )))
+        let result = async {
+            let request = request.into_inner();
+            let explain = request.explain;
+            let domain =
+                weft_proto::query::search_request(request, &self.engine.config().adjacency)
+                    .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            span.set("weft.mode", format!("{:?}", domain.mode));
+            let result = self.engine.search(&domain).await;
+            weft_telemetry::metrics().observe_query(started.elapsed(), result.is_ok());
+            let response = result.map_err(status_of)?;
+            let response = weft_proto::query::search_response(response, explain);
+            span.set("weft.results", response.results.len().to_string());
+            Ok(response)
+        }
+        .await;
+        finish(&context, span, result)
     }
 
     async fn get_chunks(
         &self,
         request: Request<v1::GetChunksRequest>,
     ) -> Result<Response<v1::GetChunksResponse>, Status> {
-        let request = request.into_inner();
+        let (context, span) = rpc_span("GetChunks", &request);
+        let result = self.get_chunks_of(request.into_inner()).await;
+        finish(&context, span, result)
+    }
+}
+
+impl QueryServer {
+    async fn get_chunks_of(
+        &self,
+        request: v1::GetChunksRequest,
+    ) -> Result<v1::GetChunksResponse, Status> {
         let document = DocumentId::parse(&request.document_id).ok_or_else(|| {
             Status::invalid_argument(format!(
                 "weft.v1.GetChunksRequest.document_id: {:?} is not 16 lowercase hex characters",
@@ -166,10 +235,10 @@ impl v1::query_service_server::QueryService for QueryServer {
         };
         chunks.sort_by_key(|c| c.chunk_index);
         let total_chunks = chunks.first().map(|c| c.total_chunks).unwrap_or(0);
-        Ok(Response::new(v1::GetChunksResponse {
+        Ok(v1::GetChunksResponse {
             total_chunks,
             chunks: chunks.into_iter().map(Into::into).collect(),
-        }))
+        })
     }
 }
 
@@ -233,28 +302,30 @@ pub async fn serve(
     Ok(())
 }
 
-/// Builds the engine over the stores of `data_dir` with the configured
+/// Builds the engine over the stores `[stores]` configures (embedded ones
+/// under `data_dir`) with the configured
 /// embedder (the local model in `model_dir`, or an HTTP API) and reranker.
 pub async fn open(
     config: &WeftConfig,
     data_dir: &Path,
     model_dir: &Path,
 ) -> Result<QueryServer, ServiceError> {
-    let stores = weft_pipeline::DataDir::new(data_dir).open_existing()?;
-    let model = weft_pipeline::embedder_from_config(&config.embedding, model_dir).await?;
-    if model.model_id() != stores.meta.model || model.dimension() != stores.meta.dimension {
-        return Err(ServiceError::Config {
-            key: "embedding",
-            message: format!(
-                "{} was indexed with {} ({} dimensions); the configured embedder is {} ({})",
-                data_dir.display(),
-                stores.meta.model,
-                stores.meta.dimension,
-                model.model_id(),
-                model.dimension()
-            ),
-        });
+    let embedded = config.stores.vector == weft_config::VectorStoreKind::Embedded
+        || config.stores.text == weft_config::TextStoreKind::Embedded;
+    if embedded && weft_pipeline::DataDir::new(data_dir).meta()?.is_none() {
+        // Say so before loading a model for nothing.
+        return Err(weft_pipeline::DataDirError::Empty(data_dir.to_owned()).into());
     }
+    let model = weft_pipeline::embedder_from_config(&config.embedding, model_dir).await?;
+    let stores = weft_pipeline::open_index_stores(
+        &config.stores,
+        data_dir,
+        model.model_id(),
+        model.dimension(),
+        weft_pipeline::StoreAccess::Read,
+    )
+    .await?;
+    tracing::info!(stores = %stores.description, model = model.model_id(), "query service reading");
     let engine = QueryEngine::new(
         stores.vectors.clone(),
         stores.text.clone(),

@@ -28,7 +28,17 @@ struct Args {
 fn main() -> ExitCode {
     weft_telemetry::init_logging("info,qdrant_edge=error");
     let args = Args::parse();
-    match run(args) {
+    let tracing = match weft_telemetry::trace::init_tracing("weft-query") {
+        Ok(tracing) => tracing,
+        Err(error) => {
+            eprintln!("weft-query: {error} (OTEL_EXPORTER_OTLP_ENDPOINT)");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = run(args);
+    // Spans still pending are exported before the process ends.
+    tracing.shutdown();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("weft-query: {error:#}");

@@ -11,7 +11,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
 
-use crate::trace::TraceContext;
+use weft_telemetry::trace::{Kind, TraceSpan, start_span};
+
+use crate::trace::{TraceContext, TraceHeaders};
 use crate::{
     DELIVERIES_HEADER, ERROR_HEADER, Jet, NatsError, STAGE_HEADER, SUBJECT_HEADER, subject_token,
 };
@@ -30,6 +32,7 @@ pub struct Delivery {
     pub stream_sequence: u64,
     /// The trace span of the work on it (a child of what it carried).
     pub trace: TraceContext,
+    span: TraceSpan,
     message: Message,
 }
 
@@ -178,13 +181,31 @@ pub async fn run_worker(
                 Ok(info) => (info.delivered, info.stream_sequence),
                 Err(_) => (1, 0),
             };
-            let delivery = Delivery {
+            let parent = TraceContext::from_headers(message.headers.as_ref());
+            let trace = parent
+                .as_ref()
+                .map(TraceContext::child)
+                .unwrap_or_else(TraceContext::new_root);
+            let span = start_span(
+                format!("{} process", options.stage),
+                Kind::Consumer,
+                &trace,
+                parent.as_ref(),
+                &[
+                    ("messaging.system", "nats".into()),
+                    ("messaging.destination.name", message.subject.to_string()),
+                    ("messaging.message.delivery_count", delivered.to_string()),
+                    ("weft.stage", options.stage.into()),
+                ],
+            );
+            let mut delivery = Delivery {
                 subject: message.subject.to_string(),
                 payload: message.payload.clone(),
                 headers: message.headers.clone(),
                 delivered,
                 stream_sequence,
-                trace: TraceContext::continue_from(message.headers.as_ref()),
+                trace,
+                span,
                 message,
             };
             if delivered > max_deliver {
@@ -194,6 +215,8 @@ pub async fn run_worker(
                     "delivered {delivered} times without being acknowledged (did it crash the {} worker?)",
                     options.stage
                 );
+                delivery.span.set("weft.outcome", "dead_letter");
+                delivery.span.fail(reason.as_str());
                 dead_letter(jet, options.stage, &delivery, &reason).await;
                 stats.dead_lettered += 1;
                 continue;
@@ -207,13 +230,14 @@ pub async fn run_worker(
             tokio::time::sleep(delay).await;
         }
         let outcomes = handler.handle(&deliveries).await;
-        for (i, delivery) in deliveries.iter().enumerate() {
+        for (i, mut delivery) in deliveries.into_iter().enumerate() {
             let outcome = outcomes
                 .get(i)
                 .cloned()
                 .unwrap_or_else(|| Outcome::Retry("the handler gave no outcome".into()));
             match outcome {
                 Outcome::Done => {
+                    delivery.span.set("weft.outcome", "done");
                     if let Err(e) = delivery.message.double_ack().await {
                         tracing::warn!(stage = options.stage, subject = %delivery.subject, "ack: {e}");
                     }
@@ -222,6 +246,8 @@ pub async fn run_worker(
                 Outcome::Retry(reason) if delivery.delivered < max_deliver => {
                     metrics.errors.with_label_values(&[options.stage]).inc();
                     let delay = backoff(delivery.delivered);
+                    delivery.span.set("weft.outcome", "retry");
+                    delivery.span.fail(reason.as_str());
                     tracing::warn!(
                         stage = options.stage,
                         subject = %delivery.subject,
@@ -236,7 +262,9 @@ pub async fn run_worker(
                 }
                 Outcome::Retry(reason) | Outcome::Fail(reason) => {
                     metrics.errors.with_label_values(&[options.stage]).inc();
-                    dead_letter(jet, options.stage, delivery, &reason).await;
+                    delivery.span.set("weft.outcome", "dead_letter");
+                    delivery.span.fail(reason.as_str());
+                    dead_letter(jet, options.stage, &delivery, &reason).await;
                     stats.dead_lettered += 1;
                 }
             }

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use weft_core::DocumentId;
 use weft_core::ports::{Catalog, DocumentRecord, ProjectState};
 use weft_nats::testing::NatsServer;
-use weft_nats::trace::TraceContext;
+use weft_nats::trace::{TraceContext, TraceHeaders as _};
 use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, docs_subject, run_worker};
 
 fn record(project: &str, uri: &str, hash: &str) -> DocumentRecord {

@@ -1,0 +1,400 @@
+//! # weft-text-meili
+//!
+//! The [`TextIndex`] port on a Meilisearch server, through meilisearch-sdk.
+//!
+//! One index holds the chunks of every project, with the primary key given
+//! explicitly (`id`, the chunk's UUID: with `document_id` beside it,
+//! inference is ambiguous and documents silently fail to index, DESIGN §8).
+//! Each document is the chunk plus `search_text` (path, section and content:
+//! as in the embedded tantivy index), `identifier_words` (camelCase
+//! identifiers split into words, searchable after `search_text`) and
+//! `path_scopes` (for path-prefix filters). `id`, `project`, `document_id`,
+//! `chunk_index`, `content_type`, `language` and `path_scopes` are
+//! filterable. Every write waits for its task and surfaces the task's error.
+
+#![warn(missing_docs)]
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use meilisearch_sdk::client::Client;
+use meilisearch_sdk::documents::{DocumentDeletionQuery, DocumentsQuery};
+use meilisearch_sdk::indexes::Index;
+use meilisearch_sdk::settings::Settings;
+use meilisearch_sdk::task_info::TaskInfo;
+use meilisearch_sdk::tasks::Task;
+use serde::{Deserialize, Serialize};
+use weft_core::ports::{PortError, PortResult, TextIndex};
+use weft_core::retrieval::{ScoredChunk, SearchFilter, path_scopes};
+use weft_core::{Chunk, ChunkId, DocumentId};
+
+/// Documents per write request.
+const WRITE_BATCH: usize = 1000;
+/// How long a task may take before the write is reported as failed.
+const TASK_TIMEOUT: Duration = Duration::from_secs(300);
+const FILTERABLE: [&str; 7] = [
+    "id",
+    "project",
+    "document_id",
+    "chunk_index",
+    "content_type",
+    "language",
+    "path_scopes",
+];
+
+/// What went wrong with Meilisearch.
+#[derive(Debug, thiserror::Error)]
+pub enum MeiliIndexError {
+    /// A request failed (unreachable, refused, bad key).
+    #[error("Meilisearch {what} on index {index}: {message}")]
+    Request {
+        /// What was asked.
+        what: &'static str,
+        /// The index.
+        index: String,
+        /// What the server or client said.
+        message: String,
+    },
+    /// A task was accepted but failed.
+    #[error("Meilisearch task {task} ({what}) on index {index} failed: {message}")]
+    Task {
+        /// The task uid.
+        task: u32,
+        /// What it was.
+        what: &'static str,
+        /// The index.
+        index: String,
+        /// Meilisearch's error message and code.
+        message: String,
+    },
+}
+
+/// A chunk as stored in Meilisearch.
+#[derive(Debug, Serialize, Deserialize)]
+struct MeiliChunk {
+    id: String,
+    search_text: String,
+    identifier_words: String,
+    path_scopes: Vec<String>,
+    #[serde(flatten)]
+    chunk: Chunk,
+}
+
+/// The words of each camelCase or PascalCase identifier in `text`
+/// (`loadValue` → `load Value`), once each: Meilisearch's tokenizer keeps
+/// such identifiers whole, and a query in words should still find them
+/// (as the embedded tantivy index does, with its identifier tokenizer).
+fn identifier_words(text: &str) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = String::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() || !seen.insert(word) {
+            continue;
+        }
+        let split = weft_core::split_camel_case(word);
+        if split != word {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&split);
+        }
+    }
+    out
+}
+
+impl MeiliChunk {
+    fn of(chunk: &Chunk) -> Self {
+        Self {
+            id: chunk.id().to_string(),
+            search_text: format!("{}\n{}\n{}", chunk.uri, chunk.section, chunk.content),
+            identifier_words: identifier_words(&chunk.content),
+            path_scopes: path_scopes(&chunk.uri),
+            chunk: chunk.clone(),
+        }
+    }
+}
+
+/// A text index in one Meilisearch index.
+#[derive(Clone)]
+pub struct MeiliTextIndex {
+    client: Client,
+    index: Index,
+}
+
+/// A filter value in Meilisearch's filter syntax: a double-quoted string.
+fn quoted(value: &str) -> String {
+    format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn any_of(field: &str, values: &[String]) -> String {
+    let list: Vec<String> = values.iter().map(|v| quoted(v)).collect();
+    format!("{field} IN [{}]", list.join(", "))
+}
+
+/// The filter expression of a [`SearchFilter`]; `None` when it selects everything.
+pub fn to_filter(filter: &SearchFilter) -> Option<String> {
+    let mut parts = Vec::new();
+    if !filter.projects.is_empty() {
+        parts.push(any_of("project", &filter.projects));
+    }
+    if !filter.content_types.is_empty() {
+        let types: Vec<String> = filter
+            .content_types
+            .iter()
+            .map(|t| t.as_str().to_owned())
+            .collect();
+        parts.push(any_of("content_type", &types));
+    }
+    if !filter.languages.is_empty() {
+        parts.push(any_of("language", &filter.languages));
+    }
+    if let Some(scope) = filter.path_scope() {
+        parts.push(format!("path_scopes = {}", quoted(scope)));
+    }
+    (!parts.is_empty()).then(|| parts.join(" AND "))
+}
+
+impl MeiliTextIndex {
+    /// Connects to `url` and opens index `uid`, creating it (primary key
+    /// `id`) when missing, and applies the searchable and filterable
+    /// attributes, waiting for every task.
+    pub async fn connect(
+        url: &str,
+        api_key: Option<String>,
+        uid: &str,
+    ) -> Result<Self, MeiliIndexError> {
+        let request = |what, e: meilisearch_sdk::errors::Error| MeiliIndexError::Request {
+            what,
+            index: uid.to_owned(),
+            message: format!("{e} ({url})"),
+        };
+        let client = Client::new(url, api_key).map_err(|e| request("connect", e))?;
+        let this = Self {
+            index: client.index(uid),
+            client,
+        };
+        match this.client.get_index(uid).await {
+            Ok(existing) => {
+                if existing.primary_key.as_deref().is_some_and(|k| k != "id") {
+                    return Err(MeiliIndexError::Request {
+                        what: "open index",
+                        index: uid.to_owned(),
+                        message: format!(
+                            "its primary key is {:?}, not \"id\": use another index",
+                            existing.primary_key
+                        ),
+                    });
+                }
+            }
+            Err(meilisearch_sdk::errors::Error::Meilisearch(e))
+                if e.error_code == meilisearch_sdk::errors::ErrorCode::IndexNotFound =>
+            {
+                let task = this
+                    .client
+                    .create_index(uid, Some("id"))
+                    .await
+                    .map_err(|e| request("create index", e))?;
+                this.wait(task, "create index").await?;
+            }
+            Err(e) => return Err(request("open index", e)),
+        }
+        let settings = Settings::new()
+            .with_searchable_attributes(["search_text", "identifier_words"])
+            .with_filterable_attributes(FILTERABLE);
+        let task = this
+            .index
+            .set_settings(&settings)
+            .await
+            .map_err(|e| request("set settings", e))?;
+        this.wait(task, "set settings").await?;
+        Ok(this)
+    }
+
+    /// The index's uid.
+    pub fn uid(&self) -> &str {
+        &self.index.uid
+    }
+
+    /// Deletes the whole index and every document in it (for tests and for
+    /// dropping an index generation that is no longer served).
+    pub async fn delete_index(&self) -> Result<(), MeiliIndexError> {
+        let task = self
+            .index
+            .clone()
+            .delete()
+            .await
+            .map_err(|e| self.request("delete index", e))?;
+        self.wait(task, "delete index").await
+    }
+
+    fn request(&self, what: &'static str, error: impl std::fmt::Display) -> MeiliIndexError {
+        MeiliIndexError::Request {
+            what,
+            index: self.index.uid.clone(),
+            message: error.to_string(),
+        }
+    }
+
+    /// Waits for `task`; a failed task is an error carrying Meilisearch's message.
+    async fn wait(&self, task: TaskInfo, what: &'static str) -> Result<(), MeiliIndexError> {
+        let uid = task.task_uid;
+        let done = task
+            .wait_for_completion(
+                &self.client,
+                Some(Duration::from_millis(50)),
+                Some(TASK_TIMEOUT),
+            )
+            .await
+            .map_err(|e| self.request(what, e))?;
+        if let Task::Failed { content } = done {
+            return Err(MeiliIndexError::Task {
+                task: uid,
+                what,
+                index: self.index.uid.clone(),
+                message: format!(
+                    "{} ({:?})",
+                    content.error.error_message, content.error.error_code
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn port(&self, error: MeiliIndexError) -> PortError {
+        PortError::new(
+            format!("text index (Meilisearch {})", self.index.uid),
+            error,
+        )
+    }
+
+    async fn delete_where(&self, filter: &str) -> Result<(), MeiliIndexError> {
+        let mut query = DocumentDeletionQuery::new(&self.index);
+        query.with_filter(filter);
+        let task = self
+            .index
+            .delete_documents_with(&query)
+            .await
+            .map_err(|e| self.request("delete documents", e))?;
+        self.wait(task, "delete documents").await
+    }
+}
+
+#[async_trait]
+impl TextIndex for MeiliTextIndex {
+    async fn upsert(&self, chunks: &[Chunk]) -> PortResult<()> {
+        for batch in chunks.chunks(WRITE_BATCH) {
+            let docs: Vec<MeiliChunk> = batch.iter().map(MeiliChunk::of).collect();
+            let task = self
+                .index
+                .add_or_replace(&docs, Some("id"))
+                .await
+                .map_err(|e| self.port(self.request("add documents", e)))?;
+            self.wait(task, "add documents")
+                .await
+                .map_err(|e| self.port(e))?;
+        }
+        Ok(())
+    }
+
+    async fn delete_document_from(&self, document: &DocumentId, from_index: u32) -> PortResult<()> {
+        let filter = format!(
+            "document_id = {} AND chunk_index >= {from_index}",
+            quoted(document.as_str())
+        );
+        self.delete_where(&filter).await.map_err(|e| self.port(e))
+    }
+
+    async fn delete_project(&self, project: &str) -> PortResult<()> {
+        let filter = format!("project = {}", quoted(project));
+        self.delete_where(&filter).await.map_err(|e| self.port(e))
+    }
+
+    async fn search(
+        &self,
+        query: &str,
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> PortResult<Vec<ScoredChunk>> {
+        let filter = to_filter(filter);
+        let mut search = self.index.search();
+        search
+            .with_query(query)
+            .with_limit(limit)
+            .with_show_ranking_score(true);
+        if let Some(filter) = &filter {
+            search.with_filter(filter);
+        }
+        let results = search
+            .execute::<MeiliChunk>()
+            .await
+            .map_err(|e| self.port(self.request("search", e)))?;
+        Ok(results
+            .hits
+            .into_iter()
+            .map(|hit| ScoredChunk {
+                score: hit.ranking_score.unwrap_or(0.0) as f32,
+                chunk: hit.result.chunk,
+            })
+            .collect())
+    }
+
+    async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        let filter = any_of("id", &list);
+        let mut query = DocumentsQuery::new(&self.index);
+        query.with_filter(&filter).with_limit(ids.len());
+        let found = self
+            .index
+            .get_documents_with::<MeiliChunk>(&query)
+            .await
+            .map_err(|e| self.port(self.request("get documents", e)))?;
+        Ok(found.results.into_iter().map(|d| d.chunk).collect())
+    }
+
+    async fn count(&self) -> PortResult<u64> {
+        let stats = self
+            .index
+            .get_stats()
+            .await
+            .map_err(|e| self.port(self.request("stats", e)))?;
+        Ok(stats.number_of_documents as u64)
+    }
+
+    async fn commit(&self) -> PortResult<()> {
+        // Every write waited for its task.
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_core::ContentType;
+
+    #[test]
+    fn filters_are_quoted_and_joined() {
+        let filter = SearchFilter {
+            projects: vec!["a\"b".into(), "c".into()],
+            content_types: vec![ContentType::Code],
+            languages: vec![],
+            path_prefix: Some("src/x/".into()),
+        };
+        assert_eq!(
+            to_filter(&filter).unwrap(),
+            r#"project IN ["a\"b", "c"] AND content_type IN ["code"] AND path_scopes = "src/x""#
+        );
+        assert_eq!(to_filter(&SearchFilter::default()), None);
+    }
+
+    #[test]
+    fn identifiers_are_split_into_words_once() {
+        assert_eq!(
+            identifier_words("String loadValue(key) { loadValue(k); HTTPServer plain_words }"),
+            "load Value\nHTTP Server"
+        );
+        assert_eq!(identifier_words("no identifiers here"), "");
+    }
+}

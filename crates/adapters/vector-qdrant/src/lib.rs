@@ -1,0 +1,416 @@
+//! # weft-vector-qdrant
+//!
+//! The [`VectorIndex`] port on a Qdrant server, through qdrant-client (gRPC).
+//!
+//! One collection holds the chunks of every project: a named dense vector
+//! (`dense`, cosine) per point, the whole chunk as payload plus
+//! `path_scopes` (the uri and each of its directories, for path-prefix
+//! filters), and keyword/integer payload indexes on the filtered fields.
+//! Point ids are the chunks' UUIDv5 ids, so a hit's neighbours are fetched
+//! by computed ids in **one** `GetPoints` call (DESIGN §3, §8). Writes wait
+//! for the server to apply them, so `commit` has nothing left to do.
+
+#![warn(missing_docs)]
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use qdrant_client::qdrant::{
+    Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
+    DeletePointsBuilder, Distance, FieldType, Filter, GetPointsBuilder, NamedVectors, PointId,
+    PointStruct, Query, QueryPointsBuilder, Range, UpsertPointsBuilder, Value as QdrantValue,
+    VectorParamsBuilder, VectorsConfigBuilder, point_id, vectors_config,
+};
+use qdrant_client::{Payload, Qdrant};
+use serde_json::{Value, json};
+use weft_core::ports::{PortError, PortResult, VectorIndex};
+use weft_core::retrieval::{ScoredChunk, SearchFilter, path_scopes};
+use weft_core::{Chunk, ChunkId, DocumentId};
+
+/// The name of the dense vector in the collection.
+pub const VECTOR_NAME: &str = "dense";
+const PATH_SCOPES: &str = "path_scopes";
+/// Points per upsert request, to stay well under gRPC message limits.
+const UPSERT_BATCH: usize = 256;
+
+/// What went wrong with Qdrant.
+#[derive(Debug, thiserror::Error)]
+pub enum QdrantIndexError {
+    /// The client could not be built or the server not reached.
+    #[error("Qdrant at {url}: {message}")]
+    Connect {
+        /// The server URL.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The collection exists with another dimension or vector layout.
+    #[error(
+        "Qdrant collection {collection} holds {found}, not {expected}-dimensional {VECTOR_NAME:?} vectors: use another collection or re-index"
+    )]
+    Layout {
+        /// The collection.
+        collection: String,
+        /// The dimension asked for.
+        expected: usize,
+        /// What the collection has.
+        found: String,
+    },
+    /// A request failed.
+    #[error("Qdrant {what} on {collection}: {message}")]
+    Request {
+        /// What was asked.
+        what: &'static str,
+        /// The collection.
+        collection: String,
+        /// What the server or client said.
+        message: String,
+    },
+    /// A stored point is not a chunk.
+    #[error("Qdrant point {id}: payload is not a weft chunk: {message}")]
+    CorruptPayload {
+        /// The point id.
+        id: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A vector index in one Qdrant collection.
+#[derive(Clone)]
+pub struct QdrantVectorIndex {
+    client: std::sync::Arc<Qdrant>,
+    collection: String,
+    dimension: usize,
+}
+
+impl QdrantVectorIndex {
+    /// Connects to `url` (the gRPC port, e.g. `http://localhost:6334`) and
+    /// opens `collection`, creating it with its payload indexes when missing;
+    /// an existing collection must have `dimension`-sized `dense` vectors.
+    pub async fn connect(
+        url: &str,
+        api_key: Option<String>,
+        collection: &str,
+        dimension: usize,
+    ) -> Result<Self, QdrantIndexError> {
+        let connect_error = |message: String| QdrantIndexError::Connect {
+            url: url.to_owned(),
+            message,
+        };
+        let client = Qdrant::from_url(url)
+            .api_key(api_key)
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .map_err(|e| connect_error(e.to_string()))?;
+        let index = Self {
+            client: std::sync::Arc::new(client),
+            collection: collection.to_owned(),
+            dimension,
+        };
+        let exists = index
+            .client
+            .collection_exists(collection)
+            .await
+            .map_err(|e| connect_error(e.to_string()))?;
+        if exists {
+            index.check_layout().await?;
+        } else {
+            index.create().await?;
+        }
+        Ok(index)
+    }
+
+    /// The collection's name.
+    pub fn collection(&self) -> &str {
+        &self.collection
+    }
+
+    /// Deletes the whole collection and every point in it (for tests and
+    /// for dropping an index generation that is no longer served).
+    pub async fn delete_collection(&self) -> Result<(), QdrantIndexError> {
+        self.client
+            .delete_collection(&self.collection)
+            .await
+            .map_err(|e| self.request("delete collection", e))?;
+        Ok(())
+    }
+
+    fn request(&self, what: &'static str, error: impl std::fmt::Display) -> QdrantIndexError {
+        QdrantIndexError::Request {
+            what,
+            collection: self.collection.clone(),
+            message: error.to_string(),
+        }
+    }
+
+    async fn create(&self) -> Result<(), QdrantIndexError> {
+        let mut vectors = VectorsConfigBuilder::default();
+        vectors.add_named_vector_params(
+            VECTOR_NAME,
+            VectorParamsBuilder::new(self.dimension as u64, Distance::Cosine),
+        );
+        let created = self
+            .client
+            .create_collection(
+                CreateCollectionBuilder::new(&self.collection).vectors_config(vectors),
+            )
+            .await;
+        if let Err(e) = created {
+            // Another worker may have created it meanwhile.
+            let exists = self
+                .client
+                .collection_exists(&self.collection)
+                .await
+                .unwrap_or(false);
+            if !exists {
+                return Err(self.request("create collection", e));
+            }
+            return self.check_layout().await;
+        }
+        for (field, kind) in [
+            ("project", FieldType::Keyword),
+            ("document_id", FieldType::Keyword),
+            ("content_type", FieldType::Keyword),
+            ("language", FieldType::Keyword),
+            (PATH_SCOPES, FieldType::Keyword),
+            ("chunk_index", FieldType::Integer),
+        ] {
+            self.client
+                .create_field_index(
+                    CreateFieldIndexCollectionBuilder::new(&self.collection, field, kind)
+                        .wait(true),
+                )
+                .await
+                .map_err(|e| self.request("create payload index", e))?;
+        }
+        Ok(())
+    }
+
+    async fn check_layout(&self) -> Result<(), QdrantIndexError> {
+        let info = self
+            .client
+            .collection_info(&self.collection)
+            .await
+            .map_err(|e| self.request("collection info", e))?;
+        let config = info
+            .result
+            .and_then(|r| r.config)
+            .and_then(|c| c.params)
+            .and_then(|p| p.vectors_config)
+            .and_then(|v| v.config);
+        let found = match config {
+            Some(vectors_config::Config::ParamsMap(map)) => {
+                match map.map.get(VECTOR_NAME).map(|p| p.size as usize) {
+                    Some(size) if size == self.dimension => return Ok(()),
+                    Some(size) => format!("{size}-dimensional {VECTOR_NAME:?} vectors"),
+                    None => format!("named vectors {:?}", map.map.keys().collect::<Vec<_>>()),
+                }
+            }
+            Some(vectors_config::Config::Params(p)) => {
+                format!("one unnamed {}-dimensional vector", p.size)
+            }
+            None => "no vector configuration".into(),
+        };
+        Err(QdrantIndexError::Layout {
+            collection: self.collection.clone(),
+            expected: self.dimension,
+            found,
+        })
+    }
+
+    fn port(&self, error: QdrantIndexError) -> PortError {
+        PortError::new(format!("vector index (Qdrant {})", self.collection), error)
+    }
+
+    async fn delete_by(&self, filter: Filter) -> Result<(), QdrantIndexError> {
+        self.client
+            .delete_points(
+                DeletePointsBuilder::new(&self.collection)
+                    .points(filter)
+                    .wait(true),
+            )
+            .await
+            .map_err(|e| self.request("delete points", e))?;
+        Ok(())
+    }
+}
+
+fn point_id(id: &ChunkId) -> PointId {
+    PointId::from(id.to_string())
+}
+
+fn id_text(id: &Option<PointId>) -> String {
+    match id.as_ref().and_then(|p| p.point_id_options.as_ref()) {
+        Some(point_id::PointIdOptions::Uuid(u)) => u.clone(),
+        Some(point_id::PointIdOptions::Num(n)) => n.to_string(),
+        None => "(no id)".into(),
+    }
+}
+
+/// The chunk stored in a point's payload.
+fn decode(
+    id: &Option<PointId>,
+    payload: HashMap<String, QdrantValue>,
+) -> Result<Chunk, QdrantIndexError> {
+    let mut map: serde_json::Map<String, Value> = Payload::from(payload).into();
+    map.remove(PATH_SCOPES);
+    serde_json::from_value(Value::Object(map)).map_err(|e| QdrantIndexError::CorruptPayload {
+        id: id_text(id),
+        message: e.to_string(),
+    })
+}
+
+/// The filter of a [`SearchFilter`].
+pub fn to_filter(filter: &SearchFilter) -> Option<Filter> {
+    let mut must = Vec::new();
+    if !filter.projects.is_empty() {
+        must.push(Condition::matches("project", filter.projects.clone()));
+    }
+    if !filter.content_types.is_empty() {
+        let types: Vec<String> = filter
+            .content_types
+            .iter()
+            .map(|t| t.as_str().to_owned())
+            .collect();
+        must.push(Condition::matches("content_type", types));
+    }
+    if !filter.languages.is_empty() {
+        must.push(Condition::matches("language", filter.languages.clone()));
+    }
+    if let Some(scope) = filter.path_scope() {
+        must.push(Condition::matches(PATH_SCOPES, scope.to_owned()));
+    }
+    (!must.is_empty()).then(|| Filter::must(must))
+}
+
+#[async_trait]
+impl VectorIndex for QdrantVectorIndex {
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    async fn upsert(&self, chunks: &[Chunk], vectors: &[Vec<f32>]) -> PortResult<()> {
+        if chunks.len() != vectors.len() {
+            return Err(self.port(self.request(
+                "upsert",
+                format!("{} chunks but {} vectors", chunks.len(), vectors.len()),
+            )));
+        }
+        for (start, batch) in chunks.chunks(UPSERT_BATCH).enumerate() {
+            let mut points = Vec::with_capacity(batch.len());
+            for (i, chunk) in batch.iter().enumerate() {
+                let vector = &vectors[start * UPSERT_BATCH + i];
+                if vector.len() != self.dimension {
+                    return Err(self.port(self.request(
+                        "upsert",
+                        format!(
+                            "a {}-dimensional vector for a {}-dimensional collection",
+                            vector.len(),
+                            self.dimension
+                        ),
+                    )));
+                }
+                let mut payload = serde_json::to_value(chunk)
+                    .map_err(|e| self.port(self.request("upsert", e)))?;
+                if let Value::Object(map) = &mut payload {
+                    map.insert(PATH_SCOPES.into(), json!(path_scopes(&chunk.uri)));
+                }
+                let payload =
+                    Payload::try_from(payload).map_err(|e| self.port(self.request("upsert", e)))?;
+                points.push(PointStruct::new(
+                    point_id(&chunk.id()),
+                    NamedVectors::default().add_vector(VECTOR_NAME, vector.clone()),
+                    payload,
+                ));
+            }
+            self.client
+                .upsert_points(UpsertPointsBuilder::new(&self.collection, points).wait(true))
+                .await
+                .map_err(|e| self.port(self.request("upsert", e)))?;
+        }
+        Ok(())
+    }
+
+    async fn delete_document_from(&self, document: &DocumentId, from_index: u32) -> PortResult<()> {
+        let filter = Filter::must([
+            Condition::matches("document_id", document.as_str().to_owned()),
+            Condition::range(
+                "chunk_index",
+                Range {
+                    gte: Some(from_index as f64),
+                    ..Default::default()
+                },
+            ),
+        ]);
+        self.delete_by(filter).await.map_err(|e| self.port(e))
+    }
+
+    async fn delete_project(&self, project: &str) -> PortResult<()> {
+        let filter = Filter::must([Condition::matches("project", project.to_owned())]);
+        self.delete_by(filter).await.map_err(|e| self.port(e))
+    }
+
+    async fn search(
+        &self,
+        vector: &[f32],
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> PortResult<Vec<ScoredChunk>> {
+        let mut request = QueryPointsBuilder::new(&self.collection)
+            .query(Query::new_nearest(vector.to_vec()))
+            .using(VECTOR_NAME)
+            .limit(limit as u64)
+            .with_payload(true);
+        if let Some(filter) = to_filter(filter) {
+            request = request.filter(filter);
+        }
+        let response = self
+            .client
+            .query(request)
+            .await
+            .map_err(|e| self.port(self.request("query", e)))?;
+        response
+            .result
+            .into_iter()
+            .map(|point| {
+                let chunk = decode(&point.id, point.payload).map_err(|e| self.port(e))?;
+                Ok(ScoredChunk {
+                    chunk,
+                    score: point.score,
+                })
+            })
+            .collect()
+    }
+
+    async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<PointId> = ids.iter().map(point_id).collect();
+        let response = self
+            .client
+            .get_points(GetPointsBuilder::new(&self.collection, ids).with_payload(true))
+            .await
+            .map_err(|e| self.port(self.request("get points", e)))?;
+        response
+            .result
+            .into_iter()
+            .map(|point| decode(&point.id, point.payload).map_err(|e| self.port(e)))
+            .collect()
+    }
+
+    async fn count(&self) -> PortResult<u64> {
+        let response = self
+            .client
+            .count(CountPointsBuilder::new(&self.collection).exact(true))
+            .await
+            .map_err(|e| self.port(self.request("count", e)))?;
+        Ok(response.result.map(|r| r.count).unwrap_or(0))
+    }
+
+    async fn commit(&self) -> PortResult<()> {
+        // Every write waited for the server to apply it.
+        Ok(())
+    }
+}

@@ -1,0 +1,203 @@
+//! The vector and text indexes of the services, as `[stores]` configures
+//! them: embedded under the data directory, or on Qdrant and Meilisearch
+//! servers shared by every replica.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use weft_config::{StoresConfig, TextStoreKind, VectorStoreKind};
+use weft_core::ports::{TextIndex, VectorIndex};
+
+use crate::data_dir::{DataDir, DataDirError};
+
+/// What a service does with the indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreAccess {
+    /// Writes (the embedder): embedded stores are created on first use.
+    Write,
+    /// Reads (the query service): embedded stores must already hold an index.
+    Read,
+}
+
+/// The two indexes a service works on.
+#[derive(Clone)]
+pub struct IndexStores {
+    /// Vectors, with whole chunks as payload.
+    pub vectors: Arc<dyn VectorIndex>,
+    /// Full text.
+    pub text: Arc<dyn TextIndex>,
+    /// Where they are, for logs: `embedded DIR`, `qdrant URL/COLLECTION`, ….
+    pub description: String,
+}
+
+/// Opens the vector and text indexes of `stores` for vectors of
+/// `model_id` and `dimension`. Embedded ones live under `data_dir`, whose
+/// marker must name the same model (or is written, for [`StoreAccess::Write`]
+/// on a new directory); a Qdrant collection must have vectors of
+/// `dimension`. API keys are read from the environment variables the
+/// config names; a named variable that is unset is an error naming it.
+pub async fn open_index_stores(
+    stores: &StoresConfig,
+    data_dir: &Path,
+    model_id: &str,
+    dimension: usize,
+    access: StoreAccess,
+) -> Result<IndexStores, DataDirError> {
+    let embedded =
+        stores.vector == VectorStoreKind::Embedded || stores.text == TextStoreKind::Embedded;
+    let dir = DataDir::new(data_dir);
+    if embedded {
+        match access {
+            StoreAccess::Write => dir.record_model(model_id, dimension)?,
+            StoreAccess::Read => dir.check_model(model_id, dimension)?,
+        };
+    }
+    let mut description = Vec::new();
+    let vectors: Arc<dyn VectorIndex> = match stores.vector {
+        VectorStoreKind::Embedded => {
+            description.push(format!("vectors embedded in {}", data_dir.display()));
+            crate::data_dir::open_vectors(&data_dir.join("vectors"), dimension)?
+        }
+        VectorStoreKind::Qdrant => {
+            let url = required(&stores.qdrant_url, "stores.qdrant_url")?;
+            let key = api_key(&stores.qdrant_api_key_env, "stores.qdrant_api_key_env")?;
+            let index = weft_vector_qdrant::QdrantVectorIndex::connect(
+                url,
+                key,
+                &stores.qdrant_collection,
+                dimension,
+            )
+            .await
+            .map_err(|e| DataDirError::Store(format!("stores.vector = \"qdrant\": {e}")))?;
+            description.push(format!(
+                "vectors in Qdrant {url} collection {}",
+                stores.qdrant_collection
+            ));
+            Arc::new(index)
+        }
+    };
+    let text: Arc<dyn TextIndex> = match stores.text {
+        TextStoreKind::Embedded => {
+            description.push(format!("text embedded in {}", data_dir.display()));
+            Arc::new(
+                weft_text_tantivy::TantivyTextIndex::open_or_create(&data_dir.join("text"))
+                    .map_err(|e| DataDirError::Store(e.to_string()))?,
+            )
+        }
+        TextStoreKind::Meilisearch => {
+            let url = required(&stores.meili_url, "stores.meili_url")?;
+            let key = api_key(&stores.meili_api_key_env, "stores.meili_api_key_env")?;
+            let index = weft_text_meili::MeiliTextIndex::connect(url, key, &stores.meili_index)
+                .await
+                .map_err(|e| DataDirError::Store(format!("stores.text = \"meilisearch\": {e}")))?;
+            description.push(format!(
+                "text in Meilisearch {url} index {}",
+                stores.meili_index
+            ));
+            Arc::new(index)
+        }
+    };
+    Ok(IndexStores {
+        vectors,
+        text,
+        description: description.join(", "),
+    })
+}
+
+fn required<'a>(value: &'a Option<String>, key: &str) -> Result<&'a str, DataDirError> {
+    value
+        .as_deref()
+        .filter(|v| !v.trim().is_empty())
+        .ok_or_else(|| DataDirError::Store(format!("{key} is not set")))
+}
+
+fn api_key(env_name: &Option<String>, key: &str) -> Result<Option<String>, DataDirError> {
+    let Some(name) = env_name else {
+        return Ok(None);
+    };
+    match std::env::var(name) {
+        Ok(value) if !value.is_empty() => Ok(Some(value)),
+        _ => Err(DataDirError::Store(format!(
+            "{key} names the environment variable {name}, which is not set"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn embedded_stores_check_the_model_of_the_data_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = StoresConfig::default();
+        let err = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Read)
+            .await
+            .err()
+            .expect("nothing indexed yet");
+        assert!(matches!(err, DataDirError::Empty(_)), "{err}");
+        let opened = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
+            .await
+            .expect("created");
+        assert!(opened.description.contains("embedded"));
+        drop(opened);
+        open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Read)
+            .await
+            .expect("now it opens for reading");
+        let err = open_index_stores(&stores, dir.path(), "other", 8, StoreAccess::Read)
+            .await
+            .err()
+            .expect("another model");
+        assert!(matches!(err, DataDirError::ModelMismatch { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn server_stores_name_the_setting_that_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = StoresConfig {
+            vector: VectorStoreKind::Qdrant,
+            qdrant_url: Some("http://127.0.0.1:9".into()),
+            qdrant_api_key_env: Some("WEFT_TEST_SURELY_UNSET_KEY".into()),
+            ..StoresConfig::default()
+        };
+        let err = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
+            .await
+            .err()
+            .expect("the key variable is unset");
+        let message = err.to_string();
+        assert!(
+            message.contains("stores.qdrant_api_key_env")
+                && message.contains("WEFT_TEST_SURELY_UNSET_KEY"),
+            "{message}"
+        );
+        let stores = StoresConfig {
+            qdrant_api_key_env: None,
+            ..stores
+        };
+        let message = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
+            .await
+            .err()
+            .expect("nothing listens on port 9")
+            .to_string();
+        assert!(
+            message.contains("qdrant") && message.contains("127.0.0.1:9"),
+            "{message}"
+        );
+
+        let stores = StoresConfig {
+            text: TextStoreKind::Meilisearch,
+            vector: VectorStoreKind::Embedded,
+            meili_url: Some("http://127.0.0.1:9".into()),
+            ..StoresConfig::default()
+        };
+        let message = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
+            .await
+            .err()
+            .expect("nothing listens on port 9")
+            .to_string();
+        assert!(
+            message.contains("meilisearch") && message.contains("127.0.0.1:9"),
+            "{message}"
+        );
+    }
+}
