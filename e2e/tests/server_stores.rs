@@ -7,10 +7,10 @@
 //! given stays embedded. The run uses a collection and an index of its
 //! own and deletes them after.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use weft_core::ports::{Catalog, TextIndex, VectorIndex};
-use weft_e2e::{Service, crawl};
+use weft_e2e::{Service, crawl, wait_for_documents, write_files};
 use weft_nats::Jet;
 use weft_nats::testing::NatsServer;
 use weft_proto::v1;
@@ -34,16 +34,19 @@ async fn the_pipeline_indexes_into_and_searches_server_stores() {
     let tree = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     let logs = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tree.path().join("certificates.md"),
-        "# Certificates\n\nRenew the server's TLS certificate before it expires; the server reloads it without a restart.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        tree.path().join("RateLimiter.java"),
-        "package limits;\n\n/** Hands out permits at a fixed rate. */\nclass RateLimiter {\n  /** Blocks until a permit is available. */\n  void acquirePermit() {\n    sleepUntilNextPermit();\n  }\n}\n",
-    )
-    .unwrap();
+    write_files(
+        tree.path(),
+        &[
+            (
+                "certificates.md",
+                "# Certificates\n\nRenew the server's TLS certificate before it expires; the server reloads it without a restart.\n",
+            ),
+            (
+                "RateLimiter.java",
+                "package limits;\n\n/** Hands out permits at a fixed rate. */\nclass RateLimiter {\n  /** Blocks until a permit is available. */\n  void acquirePermit() {\n    sleepUntilNextPermit();\n  }\n}\n",
+            ),
+        ],
+    );
     let mut env = vec![
         ("WEFT__NATS__URL", nats.url()),
         ("WEFT_DATA_DIR", data.path().display().to_string()),
@@ -83,16 +86,7 @@ async fn the_pipeline_indexes_into_and_searches_server_stores() {
 
     let jet = Jet::connect(&nats.config()).await.unwrap();
     let catalog = jet.catalog().await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while catalog.documents(Some("docs")).await.unwrap().len() < 2 {
-        assert!(embedder.running(), "embedder died:\n{}", embedder.log());
-        assert!(
-            Instant::now() < deadline,
-            "not indexed:\n{}",
-            embedder.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_for_documents(&catalog, "docs", 2, &mut embedder, Duration::from_secs(120)).await;
     let chunks: u64 = catalog
         .documents(Some("docs"))
         .await

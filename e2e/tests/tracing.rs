@@ -5,9 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use weft_core::ports::Catalog;
 use weft_e2e::otlp::{OtlpReceiver, ReceivedSpan};
-use weft_e2e::{Service, crawl, model_dir};
+use weft_e2e::{Service, crawl, model_dir, wait_for_documents, write_files};
 use weft_nats::Jet;
 use weft_nats::testing::NatsServer;
 use weft_proto::v1;
@@ -26,16 +25,19 @@ async fn a_document_is_one_trace_across_services_and_a_query_continues_its_calle
     let tree = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     let logs = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tree.path().join("backup.md"),
-        "# Backups\n\nSnapshots are taken every night and kept for a week.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        tree.path().join("restore.md"),
-        "# Restore\n\nPick a snapshot and restore it into a new volume.\n",
-    )
-    .unwrap();
+    write_files(
+        tree.path(),
+        &[
+            (
+                "backup.md",
+                "# Backups\n\nSnapshots are taken every night and kept for a week.\n",
+            ),
+            (
+                "restore.md",
+                "# Restore\n\nPick a snapshot and restore it into a new volume.\n",
+            ),
+        ],
+    );
     let env = vec![
         ("WEFT__NATS__URL", nats.url()),
         ("WEFT_DATA_DIR", data.path().display().to_string()),
@@ -56,16 +58,7 @@ async fn a_document_is_one_trace_across_services_and_a_query_continues_its_calle
 
     let jet = Jet::connect(&nats.config()).await.unwrap();
     let catalog = jet.catalog().await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while catalog.documents(Some("ops")).await.unwrap().len() < 2 {
-        assert!(embedder.running(), "embedder died:\n{}", embedder.log());
-        assert!(
-            Instant::now() < deadline,
-            "not indexed:\n{}",
-            embedder.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_for_documents(&catalog, "ops", 2, &mut embedder, Duration::from_secs(120)).await;
     // A graceful stop exports the spans still pending.
     chunker.stop();
     embedder.stop();

@@ -2,51 +2,14 @@
 //! nearest-neighbour order, every filter, batched get, surplus and project
 //! deletion, persistence, and the errors for a foreign or broken directory.
 
-use weft_chunking::{Chunker, ChunkingConfig};
 use weft_core::ports::VectorIndex;
 use weft_core::retrieval::SearchFilter;
 use weft_core::{Chunk, ChunkId, ContentType};
 use weft_vector_edge::{EdgeVectorIndex, VectorIndexError};
 
-const DIM: usize = 16;
-
-/// Chunks of three small files in two projects.
-fn chunks() -> Vec<Chunk> {
-    let chunker = Chunker::new(ChunkingConfig::default()).expect("default config");
-    let java = "package a;\n\n/** Keeps recently used values in memory, evicting the oldest when full. */\n\
-class Cache {\n  private final java.util.LinkedHashMap<String, String> entries = new java.util.LinkedHashMap<>();\n\n  \
-/** Number of entries currently held by the cache. */\n  int size() {\n    return entries.size();\n  }\n}\n\n\
-/** Loads values from the backing store when the cache misses, with retries. */\n\
-class Loader {\n  private int attempts = 3;\n\n  \
-/** Reads the value for the key, retrying on transient failures. */\n  String load(String key) {\n    \
-for (int i = 0; i < attempts; i++) {\n      System.out.println(key);\n    }\n    return key;\n  }\n}\n";
-    let md = "# Guide\n\nIntro text.\n\n## Install\n\nRun the installer.\n\n## Use\n\nCall it.\n";
-    let mut out = Vec::new();
-    for (project, uri, text) in [
-        ("one", "src/cache/Cache.java", java),
-        ("one", "docs/guide.md", md),
-        ("two", "README.md", md),
-    ] {
-        let doc = chunker
-            .chunk_bytes(project, uri, text.as_bytes())
-            .expect("fixture chunks");
-        out.extend(doc.chunks);
-    }
-    assert!(out.len() >= 6, "fixture gives {} chunks", out.len());
-    out
-}
-
-/// A distinct unit vector per chunk position: position i points along axis i.
-fn vectors(n: usize) -> Vec<Vec<f32>> {
-    (0..n)
-        .map(|i| {
-            let mut v = [0.01f32; DIM];
-            v[i % DIM] = 1.0;
-            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            v.iter().map(|x| x / norm).collect()
-        })
-        .collect()
-}
+// The fixture of the shared conformance suite (which this index also
+// passes, tests/conformance.rs); these tests add what is edge-specific.
+use weft_conformance::{DIM, chunks, vectors};
 
 async fn loaded(dir: &std::path::Path) -> (EdgeVectorIndex, Vec<Chunk>) {
     let index = EdgeVectorIndex::open_or_create(dir, DIM).expect("create");
