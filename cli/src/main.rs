@@ -55,7 +55,15 @@ fn main() -> ExitCode {
         Command::Chunk(args) => chunk_cmd::run(cli.config.as_deref(), args),
         Command::Index(args) => index_cmd::run(cli.config.as_deref(), args),
         Command::Search(args) => search_cmd::run(cli.config.as_deref(), args),
-        Command::Serve(args) => serve_cmd::run(cli.config.as_deref(), args),
+        Command::Serve(args) => match weft_telemetry::trace::init_tracing("weft") {
+            // OTLP traces of the gRPC calls when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+            Ok(tracing) => {
+                let result = serve_cmd::run(cli.config.as_deref(), args);
+                tracing.shutdown();
+                result
+            }
+            Err(error) => Err(anyhow::Error::new(error).context("OTEL_EXPORTER_OTLP_ENDPOINT")),
+        },
         Command::Status(args) => status_cmd::run(cli.config.as_deref(), args),
         Command::Eval(args) => eval_cmd::run(cli.config.as_deref(), args),
     };
