@@ -62,7 +62,7 @@ fn main() -> ExitCode {
                 tracing.shutdown();
                 result
             }
-            Err(error) => Err(anyhow::Error::new(error).context("OTEL_EXPORTER_OTLP_ENDPOINT")),
+            Err(error) => Err(error.into()),
         },
         Command::Status(args) => status_cmd::run(cli.config.as_deref(), args),
         Command::Eval(args) => eval_cmd::run(cli.config.as_deref(), args),

@@ -208,3 +208,24 @@ pub async fn wait_for_documents(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// A gRPC client of the query service.
+pub type QueryClient =
+    weft_proto::v1::query_service_client::QueryServiceClient<tonic::transport::Channel>;
+
+/// Starts `weft-query` on a free loopback port with `env`, waits until it
+/// listens and connects a client to it.
+pub async fn start_query(env: &[(&str, String)], logs: &Path) -> (Service, QueryClient) {
+    let mut query = Service::start(
+        "query",
+        "weft-query",
+        &["--listen", "127.0.0.1:0"],
+        env,
+        logs,
+    );
+    let addr = query.wait_for_line("listening on ", Duration::from_secs(120));
+    let client = QueryClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap_or_else(|e| panic!("connect to weft-query at {addr}: {e}\n{}", query.log()));
+    (query, client)
+}

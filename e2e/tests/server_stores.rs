@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use weft_core::ports::{Catalog, TextIndex, VectorIndex};
-use weft_e2e::{Service, crawl, wait_for_documents, write_files};
+use weft_e2e::{Service, crawl, start_query, wait_for_documents, write_files};
 use weft_nats::Jet;
 use weft_nats::testing::NatsServer;
 use weft_proto::v1;
@@ -129,18 +129,7 @@ async fn the_pipeline_indexes_into_and_searches_server_stores() {
         );
     }
 
-    let mut query = Service::start(
-        "query",
-        "weft-query",
-        &["--listen", "127.0.0.1:0"],
-        &env,
-        logs.path(),
-    );
-    let addr = query.wait_for_line("listening on ", Duration::from_secs(60));
-    let mut client =
-        v1::query_service_client::QueryServiceClient::connect(format!("http://{addr}"))
-            .await
-            .unwrap();
+    let (mut query, mut client) = start_query(&env, logs.path()).await;
     for (query_text, mode, expected) in [
         (
             "how do I renew a TLS certificate",

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use weft_e2e::otlp::{OtlpReceiver, ReceivedSpan};
-use weft_e2e::{Service, crawl, model_dir, wait_for_documents, write_files};
+use weft_e2e::{Service, crawl, model_dir, start_query, wait_for_documents, write_files};
 use weft_nats::Jet;
 use weft_nats::testing::NatsServer;
 use weft_proto::v1;
@@ -63,18 +63,7 @@ async fn a_document_is_one_trace_across_services_and_a_query_continues_its_calle
     chunker.stop();
     embedder.stop();
 
-    let mut query = Service::start(
-        "query",
-        "weft-query",
-        &["--listen", "127.0.0.1:0"],
-        &env,
-        logs.path(),
-    );
-    let addr = query.wait_for_line("listening on ", Duration::from_secs(60));
-    let mut client =
-        v1::query_service_client::QueryServiceClient::connect(format!("http://{addr}"))
-            .await
-            .unwrap();
+    let (mut query, mut client) = start_query(&env, logs.path()).await;
     let caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let caller_span = "00f067aa0ba902b7";
     let mut request = tonic::Request::new(v1::SearchRequest {

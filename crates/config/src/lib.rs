@@ -90,6 +90,13 @@ pub struct StoresConfig {
     pub meili_api_key_env: Option<String>,
 }
 
+impl StoresConfig {
+    /// Whether either index is embedded, and so lives in the data directory.
+    pub fn uses_data_dir(&self) -> bool {
+        self.vector == VectorStoreKind::Embedded || self.text == TextStoreKind::Embedded
+    }
+}
+
 impl Default for StoresConfig {
     fn default() -> Self {
         Self {

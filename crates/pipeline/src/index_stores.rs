@@ -43,8 +43,7 @@ pub async fn open_index_stores(
     dimension: usize,
     access: StoreAccess,
 ) -> Result<IndexStores, DataDirError> {
-    let embedded =
-        stores.vector == VectorStoreKind::Embedded || stores.text == TextStoreKind::Embedded;
+    let embedded = stores.uses_data_dir();
     let dir = DataDir::new(data_dir);
     if embedded {
         match access {

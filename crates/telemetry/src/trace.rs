@@ -135,7 +135,7 @@ impl opentelemetry_sdk::trace::IdGenerator for PresetIds {
 
 /// Why trace export could not start.
 #[derive(Debug, thiserror::Error)]
-#[error("OpenTelemetry trace export ({endpoint}): {message}")]
+#[error("OpenTelemetry trace export to {endpoint:?} (OTEL_EXPORTER_OTLP_ENDPOINT): {message}")]
 pub struct TracingError {
     /// The configured endpoint.
     pub endpoint: String,

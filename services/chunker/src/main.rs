@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     let tracing = match weft_telemetry::trace::init_tracing("weft-chunker") {
         Ok(tracing) => tracing,
         Err(error) => {
-            eprintln!("weft-chunker: {error} (OTEL_EXPORTER_OTLP_ENDPOINT)");
+            eprintln!("weft-chunker: {error}");
             return ExitCode::FAILURE;
         }
     };

@@ -40,3 +40,17 @@ fn a_dead_nats_is_a_clear_error() {
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("cannot connect to NATS"), "{text}");
 }
+
+#[test]
+fn a_bad_trace_endpoint_is_named_at_start() {
+    let out = bin()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "not a url")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("OTEL_EXPORTER_OTLP_ENDPOINT") && text.contains("not a url"),
+        "{text}"
+    );
+}

@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     let tracing = match weft_telemetry::trace::init_tracing("weft-crawler") {
         Ok(tracing) => tracing,
         Err(error) => {
-            eprintln!("weft-crawler: {error} (OTEL_EXPORTER_OTLP_ENDPOINT)");
+            eprintln!("weft-crawler: {error}");
             return ExitCode::FAILURE;
         }
     };

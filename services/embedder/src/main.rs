@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     let tracing = match weft_telemetry::trace::init_tracing("weft-embedder") {
         Ok(tracing) => tracing,
         Err(error) => {
-            eprintln!("weft-embedder: {error} (OTEL_EXPORTER_OTLP_ENDPOINT)");
+            eprintln!("weft-embedder: {error}");
             return ExitCode::FAILURE;
         }
     };

@@ -310,9 +310,7 @@ pub async fn open(
     data_dir: &Path,
     model_dir: &Path,
 ) -> Result<QueryServer, ServiceError> {
-    let embedded = config.stores.vector == weft_config::VectorStoreKind::Embedded
-        || config.stores.text == weft_config::TextStoreKind::Embedded;
-    if embedded && weft_pipeline::DataDir::new(data_dir).meta()?.is_none() {
+    if config.stores.uses_data_dir() && weft_pipeline::DataDir::new(data_dir).meta()?.is_none() {
         // Say so before loading a model for nothing.
         return Err(weft_pipeline::DataDirError::Empty(data_dir.to_owned()).into());
     }

@@ -31,7 +31,7 @@ fn main() -> ExitCode {
     let tracing = match weft_telemetry::trace::init_tracing("weft-query") {
         Ok(tracing) => tracing,
         Err(error) => {
-            eprintln!("weft-query: {error} (OTEL_EXPORTER_OTLP_ENDPOINT)");
+            eprintln!("weft-query: {error}");
             return ExitCode::FAILURE;
         }
     };

@@ -11,7 +11,7 @@
 #![warn(missing_docs)]
 
 use weft_chunking::{Chunker, ChunkingConfig};
-use weft_core::ports::{TextIndex, VectorIndex};
+use weft_core::ports::{PortResult, TextIndex, VectorIndex};
 use weft_core::retrieval::SearchFilter;
 use weft_core::{Chunk, ChunkId, ContentType, DocumentId};
 
@@ -171,55 +171,8 @@ pub async fn vector_index(index: &dyn VectorIndex) {
         "a path prefix matches whole path segments only"
     );
 
-    // Many ids in one call; unknown ids skipped.
-    let doc = java_doc();
-    let mut ids: Vec<ChunkId> = chunks.iter().map(Chunk::id).collect();
-    ids.push(ChunkId::new(&doc, 999));
-    let got = index.get(&ids).await.expect("get");
-    assert_eq!(
-        sorted(got),
-        sorted(chunks.clone()),
-        "get returns every stored chunk once"
-    );
-
-    // Idempotent writes: the same chunks again change nothing.
-    index.upsert(&chunks, &vectors).await.expect("upsert again");
-    index.commit().await.unwrap();
-    assert_eq!(
-        index.count().await.unwrap(),
-        chunks.len() as u64,
-        "upsert is idempotent"
-    );
-
-    // Surplus deletion: chunks of the Java file from index 1 on.
-    let in_doc = chunks.iter().filter(|c| c.document_id == doc).count();
-    assert!(in_doc >= 2, "the Java file has several chunks");
-    index
-        .delete_document_from(&doc, 1)
-        .await
-        .expect("delete surplus");
-    index.commit().await.unwrap();
-    let left = index.get(&ids).await.unwrap();
-    assert_eq!(left.len(), chunks.len() - (in_doc - 1), "surplus deleted");
-    assert!(
-        left.iter()
-            .any(|c| c.document_id == doc && c.chunk_index == 0),
-        "chunk 0 stays"
-    );
-
-    // Project deletion.
-    index.delete_project("one").await.expect("delete project");
-    index.commit().await.unwrap();
-    let left = index.get(&ids).await.unwrap();
-    assert!(
-        !left.is_empty() && left.iter().all(|c| c.project == "two"),
-        "project deleted"
-    );
-    assert_eq!(
-        index.count().await.unwrap(),
-        left.len() as u64,
-        "count after deletions"
-    );
+    let again = index.upsert(&chunks, &vectors);
+    stored_chunks(&Vectors(index), &chunks, again).await;
 
     // Mismatched input is refused.
     assert!(
@@ -292,34 +245,96 @@ pub async fn text_index(index: &dyn TextIndex) {
         "project filter with a match"
     );
 
-    // Get, idempotence, surplus and project deletion.
+    let again = index.upsert(&chunks);
+    stored_chunks(&Texts(index), &chunks, again).await;
+}
+
+/// What both ports share: reading by id, counting and deleting.
+#[async_trait::async_trait]
+trait StoredChunks: Sync {
+    async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>>;
+    async fn count(&self) -> PortResult<u64>;
+    async fn commit(&self) -> PortResult<()>;
+    async fn delete_document_from(&self, document: &DocumentId, from: u32) -> PortResult<()>;
+    async fn delete_project(&self, project: &str) -> PortResult<()>;
+}
+
+struct Vectors<'a>(&'a dyn VectorIndex);
+struct Texts<'a>(&'a dyn TextIndex);
+
+macro_rules! stored_chunks_of {
+    ($wrapper:ident) => {
+        #[async_trait::async_trait]
+        impl StoredChunks for $wrapper<'_> {
+            async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>> {
+                self.0.get(ids).await
+            }
+            async fn count(&self) -> PortResult<u64> {
+                self.0.count().await
+            }
+            async fn commit(&self) -> PortResult<()> {
+                self.0.commit().await
+            }
+            async fn delete_document_from(
+                &self,
+                document: &DocumentId,
+                from: u32,
+            ) -> PortResult<()> {
+                self.0.delete_document_from(document, from).await
+            }
+            async fn delete_project(&self, project: &str) -> PortResult<()> {
+                self.0.delete_project(project).await
+            }
+        }
+    };
+}
+stored_chunks_of!(Vectors);
+stored_chunks_of!(Texts);
+
+/// Get, idempotent writes, surplus and project deletion, on an index
+/// holding `chunks`; `upsert_again` writes the same chunks once more.
+async fn stored_chunks(
+    index: &dyn StoredChunks,
+    chunks: &[Chunk],
+    upsert_again: impl std::future::Future<Output = PortResult<()>>,
+) {
+    // Many ids in one call; unknown ids skipped.
     let doc = java_doc();
     let mut ids: Vec<ChunkId> = chunks.iter().map(Chunk::id).collect();
     ids.push(ChunkId::new(&doc, 999));
     let got = index.get(&ids).await.expect("get");
     assert_eq!(
         sorted(got),
-        sorted(chunks.clone()),
+        sorted(chunks.to_vec()),
         "get returns every stored chunk once"
     );
-    index.upsert(&chunks).await.unwrap();
+
+    // Idempotent writes: the same chunks again change nothing.
+    upsert_again.await.expect("upsert again");
     index.commit().await.unwrap();
     assert_eq!(
         index.count().await.unwrap(),
         chunks.len() as u64,
         "upsert is idempotent"
     );
+
+    // Surplus deletion: chunks of the Java file from index 1 on.
     let in_doc = chunks.iter().filter(|c| c.document_id == doc).count();
+    assert!(in_doc >= 2, "the Java file has several chunks");
     index
         .delete_document_from(&doc, 1)
         .await
         .expect("delete surplus");
     index.commit().await.unwrap();
-    assert_eq!(
-        index.get(&ids).await.unwrap().len(),
-        chunks.len() - (in_doc - 1),
-        "surplus deleted"
+    let left = index.get(&ids).await.unwrap();
+    assert_eq!(left.len(), chunks.len() - (in_doc - 1), "surplus deleted");
+    assert!(
+        left.iter()
+            .any(|c| c.document_id == doc && c.chunk_index == 0),
+        "chunk 0 stays"
     );
+
+    // Project deletion.
     index.delete_project("one").await.expect("delete project");
     index.commit().await.unwrap();
     let left = index.get(&ids).await.unwrap();
