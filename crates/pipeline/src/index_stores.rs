@@ -26,7 +26,7 @@ pub struct IndexStores {
     pub vectors: Arc<dyn VectorIndex>,
     /// Full text.
     pub text: Arc<dyn TextIndex>,
-    /// Where they are, for logs: `embedded DIR`, `qdrant URL/COLLECTION`, ….
+    /// Where they are, for logs (e.g. `vectors in Qdrant URL collection C, text embedded in DIR`).
     pub description: String,
 }
 
