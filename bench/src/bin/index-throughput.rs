@@ -46,6 +46,10 @@ struct Args {
     /// re-indexed incrementally.
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// The project the corpus is indexed as (`weft eval` names its projects
+    /// `<corpus>-<variant>`, so `eval-sweep` can read an index built here).
+    #[arg(long, default_value = "bench")]
+    project: String,
     /// The model directory (default: WEFT_MODEL_DIR, else ~/.cache/weft/models/all-MiniLM-L6-v2).
     #[arg(long)]
     model_dir: Option<PathBuf>,
@@ -122,7 +126,7 @@ fn main() -> anyhow::Result<()> {
     let mut phases = Vec::new();
     for name in ["index", "re-index, unchanged"] {
         let options = IndexOptions {
-            project: Some("bench".into()),
+            project: Some(args.project.clone()),
             reindex: false,
             progress: if args.json {
                 ProgressBar::hidden()

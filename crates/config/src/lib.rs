@@ -822,6 +822,7 @@ mod tests {
                 "stores.meili_index",
             ),
             ("[stores]\nvector = \"pinecone\"\n", "pinecone"),
+            ("[retrieval.fusion]\nmethod = \"borda\"\n", "borda"),
         ] {
             let path = write(&dir, toml);
             let err = load_with_env(Some(&path), Vec::new())

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::chunk::split_camel_case;
 use crate::ports::{Embedder, PortResult, Reranker, TextIndex, VectorIndex};
 use crate::retrieval::{
     self, AdjacencyConfig, DocumentResult, NeighbourPlan, RetrievalConfig, ScoredChunk,
@@ -208,7 +209,9 @@ impl QueryEngine {
             return Ok((v, true));
         }
         let embedder = self.embedder.as_ref().ok_or(QueryError::NoEmbedder)?;
-        let mut vectors = embedder.embed(&[query.to_owned()]).await?;
+        // Chunks are embedded with identifiers split into words
+        // (`Chunk::embedding_text`); the query is read the same way.
+        let mut vectors = embedder.embed(&[split_camel_case(query)]).await?;
         let vector = vectors.pop().ok_or(QueryError::NoEmbedder)?;
         self.lock_cache().put(query.to_owned(), vector.clone());
         Ok((vector, false))

@@ -52,10 +52,21 @@ pub async fn open_index_stores(
         };
     }
     let mut description = Vec::new();
+    // Both embedded: opened together, so an outdated text index is rebuilt
+    // from the vector index's chunks.
+    let mut both = match (stores.vector, stores.text) {
+        (VectorStoreKind::Embedded, TextStoreKind::Embedded) => {
+            Some(crate::data_dir::open_embedded(data_dir, dimension)?)
+        }
+        _ => None,
+    };
     let vectors: Arc<dyn VectorIndex> = match stores.vector {
         VectorStoreKind::Embedded => {
             description.push(format!("vectors embedded in {}", data_dir.display()));
-            crate::data_dir::open_vectors(&data_dir.join("vectors"), dimension)?
+            match &both {
+                Some((vectors, _)) => vectors.clone(),
+                None => crate::data_dir::open_vectors(data_dir, dimension)?,
+            }
         }
         VectorStoreKind::Qdrant => {
             let url = required(&stores.qdrant_url, "stores.qdrant_url")?;
@@ -78,10 +89,10 @@ pub async fn open_index_stores(
     let text: Arc<dyn TextIndex> = match stores.text {
         TextStoreKind::Embedded => {
             description.push(format!("text embedded in {}", data_dir.display()));
-            Arc::new(
-                weft_text_tantivy::TantivyTextIndex::open_or_create(&data_dir.join("text"))
-                    .map_err(|e| DataDirError::Store(e.to_string()))?,
-            )
+            match both.take() {
+                Some((_, text)) => Arc::new(text),
+                None => Arc::new(crate::data_dir::open_text(data_dir, None)?),
+            }
         }
         TextStoreKind::Meilisearch => {
             let url = required(&stores.meili_url, "stores.meili_url")?;

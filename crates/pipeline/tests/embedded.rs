@@ -316,3 +316,59 @@ async fn projects_are_separate_and_filterable() {
     assert_eq!(projects.len(), 2);
     let _ = Arc::clone(&stores.vectors);
 }
+
+/// A text index written by an older weft (another text format) is rebuilt
+/// from the chunks in the vector index when the data directory is opened:
+/// nothing is re-embedded, and an interrupted earlier rebuild is discarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_format_text_index_is_rebuilt_from_the_vectors() {
+    let tree = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    common::write_fixture(tree.path());
+    let spec = SourceSpec::Dir(tree.path().to_owned());
+    let options = IndexOptions {
+        project: Some("fixture".into()),
+        ..Default::default()
+    };
+    let report = {
+        let indexer = common::indexer(data.path(), common::model());
+        indexer.index(&spec, &options).await.expect("index")
+    };
+    assert!(report.chunks_written >= 8, "{report:#?}");
+
+    // Replace the text index with an empty one in format 1 (no marker),
+    // and leave the debris of a rebuild that was cut short.
+    let text = data.path().join("text");
+    std::fs::remove_dir_all(&text).unwrap();
+    {
+        let empty = weft_text_tantivy::TantivyTextIndex::open_or_create(&text).unwrap();
+        empty.commit().unwrap();
+    }
+    std::fs::remove_file(text.join("weft-text-format")).unwrap();
+    std::fs::create_dir_all(data.path().join("text.rebuild")).unwrap();
+    std::fs::write(data.path().join("text.rebuild/junk"), "cut short").unwrap();
+
+    let stores = common::stores(data.path());
+    assert_eq!(
+        stores.text.count().await.unwrap(),
+        report.chunks_written as u64,
+        "every chunk is back in the text index"
+    );
+    assert_eq!(
+        weft_text_tantivy::TantivyTextIndex::format_in(&text).unwrap(),
+        Some(weft_text_tantivy::TEXT_FORMAT)
+    );
+    assert!(!data.path().join("text.rebuild").exists());
+    assert!(!data.path().join("text.old").exists());
+    let hits = stores
+        .text
+        .search("tryAcquire permits", &SearchFilter::default(), 3)
+        .await
+        .unwrap();
+    assert!(
+        hits.iter()
+            .any(|h| h.chunk.uri.ends_with("RateLimiter.java")),
+        "{:?}",
+        hits.iter().map(|h| &h.chunk.uri).collect::<Vec<_>>()
+    );
+}

@@ -2,8 +2,14 @@
 //!
 //! The embedded text index: chunks in a [tantivy] index in a directory,
 //! searched with BM25 over one field holding each chunk's path, section and
-//! content, using a code-aware tokenizer ([`CodeTokenizer`]), with the filters of
-//! [`SearchFilter`] and get-by-ids for neighbour fetches.
+//! content, using a code-aware tokenizer ([`CodeTokenizer`]) followed by
+//! English stemming, with the filters of [`SearchFilter`] and get-by-ids for
+//! neighbour fetches.
+//!
+//! The index records its [`TEXT_FORMAT`] (how its terms were made) in a file
+//! beside tantivy's; opening one in another format is
+//! [`TextIndexError::OtherFormat`], since its terms would not match the
+//! queries. The embedded data directory then rebuilds it from its chunks.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), weft_text_tantivy::TextIndexError> {
@@ -33,13 +39,24 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
     TextOptions, Value,
 };
-use tantivy::tokenizer::{TokenStream, Tokenizer};
+use tantivy::tokenizer::{Language, Stemmer, TextAnalyzer, TokenStream, Tokenizer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 use weft_core::ports::{PortError, PortResult, TextIndex};
 use weft_core::retrieval::{ScoredChunk, SearchFilter};
 use weft_core::{Chunk, ChunkId, DocumentId};
 
 pub use tokenizer::{CODE_TOKENIZER, CodeTokenizer};
+
+/// The version of what the index's terms are: bump it whenever the analyzer
+/// ([`CodeTokenizer`] and its filters) changes, since an index whose terms
+/// were made one way cannot be searched with queries analysed another way.
+///
+/// 1: [`CodeTokenizer`] alone. 2: then English stemming.
+pub const TEXT_FORMAT: u32 = 2;
+
+/// The file in the index directory that records its [`TEXT_FORMAT`]. An
+/// index without it was written before formats were recorded: format 1.
+const FORMAT_FILE: &str = "weft-text-format";
 
 /// Memory for tantivy's indexing buffer.
 const WRITER_HEAP_BYTES: usize = 64 * 1024 * 1024;
@@ -54,6 +71,21 @@ pub enum TextIndexError {
         dir: PathBuf,
         /// What tantivy said.
         message: String,
+    },
+    /// The index was written in another [`TEXT_FORMAT`]: its terms do not
+    /// match what queries are analysed into. Rebuild it from the chunks
+    /// (the embedded data directory does so from its vector store).
+    #[error(
+        "text index in {dir} is in text format {found}, this weft reads format {expected}; \
+         it must be rebuilt from the indexed chunks"
+    )]
+    OtherFormat {
+        /// The index directory.
+        dir: PathBuf,
+        /// The format recorded there.
+        found: u32,
+        /// [`TEXT_FORMAT`].
+        expected: u32,
     },
     /// A read or write failed.
     #[error("text index: {0}")]
@@ -109,6 +141,14 @@ pub const QUERY_STOP_WORDS: &[&str] = &[
     "on", "or", "that", "the", "this", "to", "with",
 ];
 
+/// The analyzer of every text field and of queries: [`CodeTokenizer`], then
+/// English stemming, so "removes" and "removeAllListeners" share `remov`.
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(CodeTokenizer::default())
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
 /// A tantivy text index of chunks in one directory.
 #[derive(Clone)]
 pub struct TantivyTextIndex {
@@ -118,19 +158,57 @@ pub struct TantivyTextIndex {
 }
 
 impl TantivyTextIndex {
+    /// The [`TEXT_FORMAT`] of the index in `dir`, or `None` when there is
+    /// no index there.
+    pub fn format_in(dir: &Path) -> Result<Option<u32>, TextIndexError> {
+        let unreadable = |message: String| TextIndexError::Unreadable {
+            dir: dir.to_owned(),
+            message,
+        };
+        if !dir.join("meta.json").exists() {
+            return Ok(None);
+        }
+        let path = dir.join(FORMAT_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => text.trim().parse().map(Some).map_err(|_| {
+                unreadable(format!(
+                    "{} holds {:?}, not a format number",
+                    path.display(),
+                    text.trim()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(1)),
+            Err(e) => Err(unreadable(format!("{}: {e}", path.display()))),
+        }
+    }
+
     /// Opens the index in `dir`, creating it (and the directory) if absent.
+    /// An index in another [`TEXT_FORMAT`] is
+    /// [`TextIndexError::OtherFormat`].
     pub fn open_or_create(dir: &Path) -> Result<Self, TextIndexError> {
         let unreadable = |e: &dyn std::fmt::Display| TextIndexError::Unreadable {
             dir: dir.to_owned(),
             message: e.to_string(),
         };
-        std::fs::create_dir_all(dir).map_err(|e| unreadable(&e))?;
+        match Self::format_in(dir)? {
+            Some(found) if found != TEXT_FORMAT => {
+                return Err(TextIndexError::OtherFormat {
+                    dir: dir.to_owned(),
+                    found,
+                    expected: TEXT_FORMAT,
+                });
+            }
+            Some(_) => {}
+            None => {
+                std::fs::create_dir_all(dir).map_err(|e| unreadable(&e))?;
+                std::fs::write(dir.join(FORMAT_FILE), format!("{TEXT_FORMAT}\n"))
+                    .map_err(|e| unreadable(&e))?;
+            }
+        }
         let (schema, fields) = schema();
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| unreadable(&e))?;
         let index = Index::open_or_create(directory, schema).map_err(|e| unreadable(&e))?;
-        index
-            .tokenizers()
-            .register(CODE_TOKENIZER, CodeTokenizer::default());
+        index.tokenizers().register(CODE_TOKENIZER, analyzer());
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -228,8 +306,9 @@ impl TantivyTextIndex {
 
     /// The best `limit` chunks for `query` (BM25 over content, section and
     /// path) that pass `filter`, best first. The query is words, not a query
-    /// language: every term the code tokenizer finds in it counts, except
-    /// English function words ([`QUERY_STOP_WORDS`]).
+    /// language: every term the code tokenizer finds in it counts, stemmed
+    /// as the indexed text was, except English function words
+    /// ([`QUERY_STOP_WORDS`]).
     pub fn search(
         &self,
         query: &str,
@@ -239,11 +318,19 @@ impl TantivyTextIndex {
         let f = self.fields;
         let mut terms: Vec<String> = Vec::new();
         let mut tokenizer = CodeTokenizer::default();
+        let mut stemmer = analyzer();
         let mut stream = tokenizer.token_stream(query);
         while stream.advance() {
             let text = &stream.token().text;
-            if !terms.contains(text) && !QUERY_STOP_WORDS.contains(&text.as_str()) {
-                terms.push(text.clone());
+            if QUERY_STOP_WORDS.contains(&text.as_str()) {
+                continue;
+            }
+            let mut stemmed = stemmer.token_stream(text);
+            while stemmed.advance() {
+                let term = &stemmed.token().text;
+                if !terms.contains(term) {
+                    terms.push(term.clone());
+                }
             }
         }
         if terms.is_empty() {

@@ -179,6 +179,8 @@ fn the_index_persists_and_a_corrupt_one_is_named() {
 
     let bad = tempfile::tempdir().unwrap();
     std::fs::write(bad.path().join("meta.json"), "{ this is not tantivy").unwrap();
+    let format = weft_text_tantivy::TEXT_FORMAT.to_string();
+    std::fs::write(bad.path().join("weft-text-format"), format).unwrap();
     let err = TantivyTextIndex::open_or_create(bad.path())
         .err()
         .expect("a corrupt index is refused");
@@ -203,4 +205,62 @@ fn queries_are_words_not_syntax() {
             .unwrap()
             .is_empty()
     );
+}
+
+#[test]
+fn words_match_their_inflections_and_identifier_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = indexed(dir.path());
+    let all = SearchFilter::default();
+    // The fixture's method is `refill`; "refilling" and "refills" stem to it.
+    for query in ["refilling permits", "refills"] {
+        let hits = index.search(query, &all, 3).unwrap();
+        assert_eq!(
+            hits.first().map(|h| h.chunk.section.as_str()),
+            Some("RateLimiter.refill"),
+            "{query}: {:?}",
+            sections(&hits)
+        );
+    }
+    // `tryAcquire` is found by "acquiring".
+    let hits = index.search("trying acquiring", &all, 3).unwrap();
+    assert_eq!(
+        hits.first().map(|h| h.chunk.section.as_str()),
+        Some("RateLimiter.tryAcquire"),
+        "{:?}",
+        sections(&hits)
+    );
+}
+
+#[test]
+fn an_index_records_its_format_and_another_format_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(TantivyTextIndex::format_in(dir.path()).unwrap(), None);
+    drop(indexed(dir.path()));
+    assert_eq!(
+        TantivyTextIndex::format_in(dir.path()).unwrap(),
+        Some(weft_text_tantivy::TEXT_FORMAT)
+    );
+
+    // An index from before formats were recorded has no marker: format 1.
+    std::fs::remove_file(dir.path().join("weft-text-format")).unwrap();
+    assert_eq!(TantivyTextIndex::format_in(dir.path()).unwrap(), Some(1));
+    let err = TantivyTextIndex::open_or_create(dir.path())
+        .err()
+        .expect("an index in another format is refused");
+    assert!(
+        matches!(err, TextIndexError::OtherFormat { found: 1, .. }),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains(&dir.path().display().to_string()),
+        "{message}"
+    );
+    assert!(message.contains("rebuilt"), "{message}");
+
+    // A marker that is not a number is named.
+    std::fs::write(dir.path().join("weft-text-format"), "two\n").unwrap();
+    let err = TantivyTextIndex::format_in(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("weft-text-format"), "{err}");
 }

@@ -29,8 +29,8 @@ use std::sync::Arc;
 use qdrant_edge::{
     CountRequest, DEFAULT_VECTOR_NAME, Distance, EdgeConfigBuilder, EdgeShard,
     EdgeVectorParamsBuilder, FieldIndexOperations, Filter, NamedQuery, PayloadFieldSchema, PointId,
-    PointInsertOperations, PointOperations, PointStruct, QueryEnum, SearchRequest, UpdateOperation,
-    WithPayloadInterface, WithVector,
+    PointInsertOperations, PointOperations, PointStruct, QueryEnum, ScrollRequest, SearchRequest,
+    UpdateOperation, WithPayloadInterface, WithVector,
 };
 use serde_json::{Value, json};
 use weft_core::ports::{PortError, PortResult, VectorIndex};
@@ -317,6 +317,41 @@ impl EdgeVectorIndex {
             .into_iter()
             .map(|r| decode(&r.id, r.payload))
             .collect()
+    }
+
+    /// Calls `each` with every stored chunk, `batch` at a time (in point id
+    /// order, not document order): for rebuilding another index from the
+    /// chunks this one holds. Stops at the first error `each` returns.
+    pub fn for_each_chunk_blocking<E: From<VectorIndexError>>(
+        &self,
+        batch: usize,
+        mut each: impl FnMut(Vec<Chunk>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut offset = None;
+        loop {
+            let (records, next) = self
+                .shard
+                .scroll(ScrollRequest {
+                    offset,
+                    limit: Some(batch.max(1)),
+                    filter: None,
+                    with_payload: Some(WithPayloadInterface::Bool(true)),
+                    with_vector: WithVector::Bool(false),
+                    order_by: None,
+                })
+                .map_err(op)?;
+            let chunks = records
+                .into_iter()
+                .map(|r| decode(&r.id, r.payload))
+                .collect::<Result<Vec<_>, _>>()?;
+            if !chunks.is_empty() {
+                each(chunks)?;
+            }
+            match next {
+                Some(id) => offset = Some(id),
+                None => return Ok(()),
+            }
+        }
     }
 
     /// Number of stored chunks.

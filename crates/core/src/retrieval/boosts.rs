@@ -93,8 +93,9 @@ mod tests {
             chunk: chunks[i].clone(),
             score: 1.0,
         };
-        // The seed fusion (0.6 / 0.4, k = 60), which the figures below use.
+        // The seed fusion (weighted RRF 0.6 / 0.4, k = 60), which the figures below use.
         let seed = FusionConfig {
+            method: crate::retrieval::FusionMethod::Rrf,
             vector_weight: 0.6,
             text_weight: 0.4,
             k: 60.0,

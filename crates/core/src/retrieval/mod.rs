@@ -1,7 +1,8 @@
 //! Retrieval logic over plain chunks, with no I/O: the steps of DESIGN §5
 //! between the stores' answers and the response.
 //!
-//! 1. [`fuse`]: weighted reciprocal-rank fusion of vector and text hits;
+//! 1. [`fuse`]: fusion of vector and text hits (weighted reciprocal ranks or
+//!    normalised scores);
 //! 2. [`apply_boosts`]: index documents and query keywords found in the path;
 //! 3. [`plan_neighbours`]: which neighbours to fetch, by computed id, in one call;
 //! 4. [`assemble`]: documents → contiguous spans → chunks, matched or context.
@@ -28,7 +29,7 @@ mod spans;
 
 pub use adjacency::{AdjacencyConfig, NeighbourPlan, PlannedNeighbour, plan_neighbours, unit_of};
 pub use boosts::{BoostConfig, apply_boosts, query_keywords};
-pub use fusion::{Component, FusedHit, FusionConfig, ScoredChunk, fuse};
+pub use fusion::{Component, FusedHit, FusionConfig, FusionMethod, ScoredChunk, fuse};
 pub use spans::{DocumentResult, ResultChunk, Span, assemble};
 
 use serde::{Deserialize, Serialize};
@@ -92,7 +93,7 @@ pub fn path_scopes(uri: &str) -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetrievalConfig {
-    /// Weighted RRF.
+    /// How vector and text hits are fused.
     pub fusion: FusionConfig,
     /// Score boosts after fusion.
     pub boosts: BoostConfig,
