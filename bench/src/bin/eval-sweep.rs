@@ -13,10 +13,12 @@
 //! weft.toml (`fusion.k`, `boosts.path_keyword`, `adjacency.code_window`, …)
 //! plus `mode`. The defaults always run first, as `default`.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+
 use clap::Parser;
 use serde_json::Value;
 use weft_core::ports::Embedder;
@@ -54,6 +56,11 @@ struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Write every query's outcome under each setting to this JSONL file
+    /// (setting, id, query, target, rank, top chunks, coverage and context
+    /// tokens): for reading misses.
+    #[arg(long)]
+    dump: Option<PathBuf>,
 }
 
 /// Applies `key=value` pairs (dotted keys) to the retrieval config; `mode` is returned apart.
@@ -127,6 +134,12 @@ fn main() -> anyhow::Result<()> {
         settings.push((name.to_owned(), config, mode));
     }
     let mut rows = Vec::new();
+    let mut dump = match &args.dump {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("--dump {}", path.display()))?,
+        )),
+        None => None,
+    };
     for (name, config, mode) in &settings {
         let engine = QueryEngine::new(
             stores.vectors.clone(),
@@ -146,6 +159,23 @@ fn main() -> anyhow::Result<()> {
         let outcomes =
             runtime.block_on(weft_eval::run_queries(&engine, queries, &options, || {}))?;
         let a = Aggregate::of(&outcomes);
+        if let Some(out) = dump.as_mut() {
+            for (query, outcome) in queries.iter().zip(&outcomes) {
+                let line = serde_json::json!({
+                    "setting": name,
+                    "id": outcome.id,
+                    "query": query.query,
+                    "target": format!("{}:{}-{}", query.path, query.start_line, query.end_line),
+                    "rank": outcome.main().rank,
+                    "long": outcome.long,
+                    "coverage": outcome.main().coverage,
+                    "tokens_off": outcome.off.as_ref().map(|j| j.context_tokens),
+                    "tokens_on": outcome.on.as_ref().map(|j| j.context_tokens),
+                    "top": outcome.main().top,
+                });
+                writeln!(out, "{line}")?;
+            }
+        }
         eprintln!("{name}: {:.1}s", started.elapsed().as_secs_f64());
         rows.push((name.clone(), *mode, a));
     }

@@ -119,7 +119,13 @@ fn chunk(doc: u64, index: u32, rng: &mut Rng) -> Chunk {
         total_chunks: CHUNKS_PER_DOC,
         project: "scale".into(),
         title: format!("file{doc}.go"),
-        section: format!("func{index}"),
+        // A symbol path of vocabulary words, so that query words also hit
+        // symbols (the text index weighs those apart).
+        section: format!(
+            "{}.{}",
+            word(rng.zipf(VOCABULARY)),
+            word(rng.zipf(VOCABULARY))
+        ),
         content_type: ContentType::Code,
         language: "go".into(),
         node_type: "function_declaration".into(),

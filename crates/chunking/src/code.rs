@@ -19,6 +19,7 @@ use tree_sitter::{Node, Parser, Tree};
 use crate::config::CodeConfig;
 use crate::languages::{CodeLanguage, LanguageSpec};
 use crate::span::{Measure, Piece, greedy_cuts, number_parts, skip_ws, split_by_size, trim_end};
+use crate::typescript;
 
 /// How deep classes may nest before the rest is split by size alone.
 const MAX_DEPTH: usize = 24;
@@ -39,7 +40,14 @@ thread_local! {
 }
 
 /// Parses `text` with the grammar of `language`, reusing this thread's parser.
+/// TypeScript is parsed from [`typescript::parse_input`]: the same bytes but
+/// for two constructs its grammar cannot read, so node ranges are `text`'s.
 pub fn parse(language: CodeLanguage, text: &str) -> Option<Tree> {
+    let input = match language {
+        CodeLanguage::TypeScript => typescript::parse_input(text, false),
+        CodeLanguage::Tsx => typescript::parse_input(text, true),
+        _ => std::borrow::Cow::Borrowed(text),
+    };
     PARSERS.with(|parsers| {
         let mut parsers = parsers.borrow_mut();
         let parser = match parsers.entry(language) {
@@ -54,7 +62,7 @@ pub fn parse(language: CodeLanguage, text: &str) -> Option<Tree> {
                 e.insert(parser)
             }
         };
-        parser.parse(text, None)
+        parser.parse(input.as_ref(), None)
     })
 }
 

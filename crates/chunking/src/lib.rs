@@ -37,6 +37,7 @@ mod languages;
 mod markdown;
 mod span;
 mod text;
+mod typescript;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use weft_core::{Chunk, DocumentId};

@@ -180,6 +180,36 @@ fn typescript_keeps_decorators_and_names_arrow_functions() {
 }
 
 #[test]
+fn typescript_type_parameter_modifiers_and_overload_signatures_parse() {
+    // tree-sitter-typescript 0.23 cannot read `<out A>`, `<const K>` or
+    // call signatures one per line without `;`; without the rewritten parse
+    // input this file was one syntax error, chunked as line windows.
+    let (_, doc) = chunk(&small(), "overloads.ts");
+    assert!(doc.warnings.is_empty(), "{:?}", doc.warnings);
+    for name in ["Option", "map", "catchTag", "some", "none"] {
+        assert!(
+            doc.chunks
+                .iter()
+                .any(|c| c.node_name.as_deref() == Some(name)),
+            "{name}: {:?}",
+            doc.chunks.iter().map(|c| &c.section).collect::<Vec<_>>()
+        );
+    }
+    // What was parsed is not what is shown: the chunks hold the source.
+    let map = by_section(&doc, "map");
+    assert!(
+        map.content
+            .contains("  <A, B>(self: Option<A>, f: (a: A) => B): Option<B>\n")
+    );
+    let option = by_section(&doc, "Option");
+    assert!(option.content.contains("export interface Option<out A> {"));
+    assert!(doc.chunks.iter().any(|c| {
+        c.content
+            .contains("export interface Refinement<in A, out B extends A> {")
+    }));
+}
+
+#[test]
 fn tsx_and_javascript_chunk_by_definition() {
     let (_, doc) = chunk(&small(), "Button.tsx");
     assert_eq!(

@@ -22,6 +22,17 @@ fn engine_over(stores: &Stores) -> QueryEngine {
     )
 }
 
+/// Writes the fixture tree into `tree`: the source to index it from, as
+/// project "fixture".
+fn fixture_source(tree: &std::path::Path) -> (SourceSpec, IndexOptions) {
+    common::write_fixture(tree);
+    let options = IndexOptions {
+        project: Some("fixture".into()),
+        ..Default::default()
+    };
+    (SourceSpec::Dir(tree.to_owned()), options)
+}
+
 fn request(query: &str, expand: bool) -> SearchRequest {
     SearchRequest {
         query: query.into(),
@@ -37,12 +48,7 @@ fn request(query: &str, expand: bool) -> SearchRequest {
 async fn index_search_expand_and_reindex_incrementally() {
     let tree = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    common::write_fixture(tree.path());
-    let spec = SourceSpec::Dir(tree.path().to_owned());
-    let options = IndexOptions {
-        project: Some("fixture".into()),
-        ..Default::default()
-    };
+    let (spec, options) = fixture_source(tree.path());
 
     // First run: everything is chunked and embedded; vendored and binary files are not.
     let first = {
@@ -324,12 +330,7 @@ async fn projects_are_separate_and_filterable() {
 async fn an_old_format_text_index_is_rebuilt_from_the_vectors() {
     let tree = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    common::write_fixture(tree.path());
-    let spec = SourceSpec::Dir(tree.path().to_owned());
-    let options = IndexOptions {
-        project: Some("fixture".into()),
-        ..Default::default()
-    };
+    let (spec, options) = fixture_source(tree.path());
     let report = {
         let indexer = common::indexer(data.path(), common::model());
         indexer.index(&spec, &options).await.expect("index")

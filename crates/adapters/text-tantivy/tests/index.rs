@@ -264,3 +264,69 @@ fn an_index_records_its_format_and_another_format_is_refused() {
     let err = TantivyTextIndex::format_in(dir.path()).unwrap_err();
     assert!(err.to_string().contains("weft-text-format"), "{err}");
 }
+
+/// A one-chunk document with the given section, type and text.
+fn single_chunk(uri: &str, section: &str, content_type: ContentType, content: &str) -> Chunk {
+    let code = content_type == ContentType::Code;
+    Chunk {
+        document_id: DocumentId::new("pool", uri),
+        chunk_index: 0,
+        total_chunks: 1,
+        project: "pool".into(),
+        uri: uri.into(),
+        title: uri.into(),
+        section: section.into(),
+        content_type,
+        language: if code { "java" } else { "markdown" }.into(),
+        node_type: if code {
+            "method_declaration"
+        } else {
+            "section"
+        }
+        .into(),
+        node_name: code.then(|| "drain".into()),
+        start_line: 1,
+        end_line: content.lines().count() as u32,
+        start_byte: 0,
+        end_byte: content.len() as u64,
+        content: content.into(),
+        content_hash: weft_core::content_hash(content),
+        is_index_doc: false,
+        embedding_format: weft_core::EMBEDDING_FORMAT.into(),
+        overlap_bytes: 0,
+        outline: None,
+    }
+}
+
+#[test]
+fn words_of_a_code_symbol_and_its_declaration_count_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = TantivyTextIndex::open_or_create(dir.path()).unwrap();
+    // The same searched text (path, section, content) in both: only the
+    // code chunk's section is a symbol path and its first line a declaration.
+    let text = "void drain(Duration timeout) {\n    queue.clear();\n}";
+    index
+        .upsert(&[
+            single_chunk("src/a.java", "Pool.drain", ContentType::Code, text),
+            single_chunk("src/b.md", "Pool.drain", ContentType::Prose, text),
+        ])
+        .unwrap();
+    index.commit().unwrap();
+    let all = SearchFilter::default();
+    // "drains": the symbol path; "timeouts": the declaration line.
+    for query in ["drains", "timeouts"] {
+        let hits = index.search(query, &all, 2).unwrap();
+        let uris: Vec<&str> = hits.iter().map(|h| h.chunk.uri.as_str()).collect();
+        assert_eq!(uris, ["src/a.java", "src/b.md"], "{query}");
+        assert!(
+            hits[0].score > hits[1].score * 1.1,
+            "{query}: the symbol field adds SYMBOL_BOOST's share: {} vs {}",
+            hits[0].score,
+            hits[1].score
+        );
+    }
+    // A word only in the body gets no symbol weight: both score alike.
+    let hits = index.search("queue", &all, 2).unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!((hits[0].score - hits[1].score).abs() < 1e-4, "{hits:?}");
+}

@@ -6,6 +6,7 @@
 pub const FIXTURES: &[&str] = &[
     "RateLimiter.java",
     "store.ts",
+    "overloads.ts",
     "Button.tsx",
     "queue.js",
     "graph.py",

@@ -75,12 +75,15 @@ impl Default for FusionConfig {
         // section and content is the stronger retriever there; summing
         // normalised scores 0.4 / 0.6 beats weighted RRF (best at k = 10,
         // 0.35 / 0.65) on guava and Node.js, and each retriever alone.
+        // Deeper candidate lists spread the normalised scores: 40 → 80
+        // candidates, guava 0.576 → 0.580, Node.js 0.685 → 0.687, effect
+        // 0.531 → 0.537, for ≈ 1 ms at 100k chunks.
         FusionConfig {
             method: FusionMethod::Score,
             vector_weight: 0.4,
             text_weight: 0.6,
             k: 10.0,
-            min_candidates: 40,
+            min_candidates: 80,
         }
     }
 }
