@@ -106,9 +106,14 @@ async fn index_search_expand_and_reindex_incrementally() {
     }
 
     // Expansion brings the neighbours of a hit; without it only hits come back.
+    // One hit: with more, its neighbours may be hits themselves.
     let query = "acquire a permit, blocking until it is available";
-    let expanded = engine.search(&request(query, true)).await.unwrap();
-    let bare = engine.search(&request(query, false)).await.unwrap();
+    let one_hit = |expand| SearchRequest {
+        limit: 1,
+        ..request(query, expand)
+    };
+    let expanded = engine.search(&one_hit(true)).await.unwrap();
+    let bare = engine.search(&one_hit(false)).await.unwrap();
     let count = |r: &weft_core::query::SearchResponse, matched: bool| {
         r.results
             .iter()
@@ -143,7 +148,7 @@ async fn index_search_expand_and_reindex_incrementally() {
     }
     assert!(limiter.spans.iter().map(|s| s.chunks.len()).sum::<usize>() >= 2);
     // The second search embeds nothing: the query vector is cached.
-    let again = engine.search(&request(query, true)).await.unwrap();
+    let again = engine.search(&one_hit(true)).await.unwrap();
     assert!(again.cached_embedding);
 
     // Adjacency costs one batched store call per query, however many hits.
