@@ -18,7 +18,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-
 use clap::Parser;
 use serde_json::Value;
 use weft_core::ports::Embedder;

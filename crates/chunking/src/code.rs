@@ -41,7 +41,7 @@ thread_local! {
 
 /// Parses `text` with the grammar of `language`, reusing this thread's parser.
 /// TypeScript is parsed from [`typescript::parse_input`]: the same bytes but
-/// for two constructs its grammar cannot read, so node ranges are `text`'s.
+/// for constructs its grammar cannot read, so node ranges are `text`'s.
 pub fn parse(language: CodeLanguage, text: &str) -> Option<Tree> {
     let input = match language {
         CodeLanguage::TypeScript => typescript::parse_input(text, false),

@@ -1,4 +1,4 @@
-//! What the TypeScript grammar is given to parse: the source with two
+//! What the TypeScript grammar is given to parse: the source with the
 //! constructs it cannot read rewritten, byte for byte the same length.
 //!
 //! tree-sitter-typescript 0.23 fails on two things valid TypeScript does
@@ -32,7 +32,7 @@ use std::borrow::Cow;
 /// not applied to TSX, where a line may start with a JSX element.
 pub fn parse_input(text: &str, tsx: bool) -> Cow<'_, str> {
     let mut bytes: Option<Vec<u8>> = None;
-    blank_variance_annotations(text.as_bytes(), &mut bytes);
+    blank_type_parameter_modifiers(text.as_bytes(), &mut bytes);
     if !tsx {
         separate_call_signatures(text.as_bytes(), &mut bytes);
     }
@@ -69,26 +69,22 @@ fn word_at(src: &[u8], i: usize, word: &[u8]) -> Option<usize> {
 /// Blanks `in`, `out`, `in out` and `const` where they modify a type
 /// parameter: after `<` or `,`, followed by a name and then `,`, `>`, `=` or
 /// `extends`.
-fn blank_variance_annotations(src: &[u8], out: &mut Option<Vec<u8>>) {
+fn blank_type_parameter_modifiers(src: &[u8], out: &mut Option<Vec<u8>>) {
     for (i, &b) in src.iter().enumerate() {
         if b != b'<' && b != b',' {
             continue;
         }
         let start = skip_ws(src, i + 1);
-        let mut end = match word_at(src, start, b"in")
-            .or_else(|| word_at(src, start, b"out"))
-            .or_else(|| word_at(src, start, b"const"))
+        let end = if let Some(after_in) = word_at(src, start, b"in") {
+            // `in T` or `in out T`
+            word_at(src, skip_ws(src, after_in), b"out").unwrap_or(after_in)
+        } else if let Some(end) =
+            word_at(src, start, b"out").or_else(|| word_at(src, start, b"const"))
         {
-            Some(end) => end,
-            None => continue,
+            end
+        } else {
+            continue;
         };
-        // `in out T`
-        let after = skip_ws(src, end);
-        if src.get(start..start + 2) == Some(b"in")
-            && let Some(e) = word_at(src, after, b"out")
-        {
-            end = e;
-        }
         let name = skip_ws(src, end);
         if !src.get(name).copied().is_some_and(is_ident_start) {
             continue;
@@ -114,9 +110,9 @@ fn blank_variance_annotations(src: &[u8], out: &mut Option<Vec<u8>>) {
 }
 
 /// Puts `;` in the indentation before a line that starts with `<Name` or is
-/// a lone `<` when
-/// the previous non-blank line that is not a line comment ends a member or
-/// statement (a name, `>`, `)`, `]`, `}` or a block comment's `/`).
+/// a lone `<` when the previous non-blank line that is not a line comment
+/// ends a member or statement (a name, `>`, `)`, `]`, `}` or a block
+/// comment's `/`).
 fn separate_call_signatures(src: &[u8], out: &mut Option<Vec<u8>>) {
     let mut last_end: Option<u8> = None;
     let mut line_start = 0;

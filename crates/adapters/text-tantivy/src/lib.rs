@@ -3,9 +3,8 @@
 //! The embedded text index: chunks in a [tantivy] index in a directory,
 //! searched with BM25 over one field holding each chunk's path, section and
 //! content (and, for code, its symbol path and declaration once more, at
-//! [`SYMBOL_BOOST`]),
-//! using a code-aware tokenizer ([`CodeTokenizer`]) followed by
-//! English stemming, with the filters of [`SearchFilter`] and get-by-ids for
+//! [`SYMBOL_BOOST`]), using a code-aware tokenizer ([`CodeTokenizer`])
+//! followed by English stemming, with the filters of [`SearchFilter`] and get-by-ids for
 //! neighbour fetches.
 //!
 //! The index records its [`TEXT_FORMAT`] (how its terms were made) in a file
@@ -338,8 +337,7 @@ impl TantivyTextIndex {
 
     /// The best `limit` chunks for `query` (BM25 over content, section and
     /// path, plus [`SYMBOL_BOOST`] for words of a code chunk's symbol path
-    /// and declaration)
-    /// that pass `filter`, best first. The query is words, not a query
+    /// and declaration) that pass `filter`, best first. The query is words, not a query
     /// language: every term the code tokenizer finds in it counts, stemmed
     /// as the indexed text was, except English function words
     /// ([`QUERY_STOP_WORDS`]).
