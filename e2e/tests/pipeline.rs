@@ -270,6 +270,32 @@ async fn crawl_chunk_embed_query_with_crashes_changes_and_poison() {
         "{again}"
     );
 
+    // The catalog names the chunker that cut each document. A crawler
+    // configured with other chunking settings publishes them all again; the
+    // chunkers cut them by their own settings, as before.
+    let fingerprint = weft_chunking::Chunker::new(Default::default())
+        .unwrap()
+        .fingerprint();
+    let record = pipeline
+        .catalog
+        .document(&DocumentId::new(PROJECT, "docs/rate-limiter.md"))
+        .await
+        .unwrap()
+        .expect("rate-limiter.md is catalogued");
+    assert!(
+        record.embedding.ends_with(&format!("/{fingerprint}")),
+        "{record:?} names the chunker {fingerprint}"
+    );
+    let other_settings = with(&[("WEFT__CHUNKING__CODE__MAX_CHARS", "900")]);
+    let recut = crawl(&[&tree_arg, "--project", PROJECT], &other_settings);
+    assert_eq!(
+        recut["sources"][0]["documents_published"], documents,
+        "{recut}"
+    );
+    pipeline
+        .drained(documents, &mut [&mut chunker_b, &mut embedder])
+        .await;
+
     // A document changed twice in quick succession ends at its last
     // version; a deleted one goes.
     let changed = tree.path().join("docs/rate-limiter.md");

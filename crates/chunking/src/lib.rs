@@ -29,6 +29,15 @@
 
 #![warn(missing_docs)]
 
+/// The version of what the chunkers cut from a given input. It goes up with
+/// every change that moves a chunk boundary or changes a chunk's fields for
+/// some input, so that indexes built by an older weft are cut again (see
+/// `weft_pipeline`'s index tag). 1: the first versioned chunker, with the
+/// TypeScript type-parameter and overload-signature rewrite.
+pub const CHUNKER_VERSION: u32 = 1;
+
+use sha2::{Digest, Sha256};
+
 mod code;
 mod config;
 mod detect;
@@ -186,6 +195,16 @@ impl Chunker {
     /// The configuration in force.
     pub fn config(&self) -> &ChunkingConfig {
         &self.config
+    }
+
+    /// Names what this chunker cuts: `chunker-{CHUNKER_VERSION}-` and 12 hex
+    /// digits of a hash of its settings. Two chunkers with the same
+    /// fingerprint cut every input the same way; indexes record it per
+    /// document so that a changed setting or a newer weft re-cuts them.
+    pub fn fingerprint(&self) -> String {
+        let settings = serde_json::to_vec(&self.config).unwrap_or_default();
+        let digest = hex::encode(Sha256::digest(&settings));
+        format!("chunker-{CHUNKER_VERSION}-{}", &digest[..12])
     }
 
     /// What the file at `uri` is taken for.

@@ -440,3 +440,21 @@ fn ids_are_stable_and_computable() {
     assert_eq!(ids, b.chunks.iter().map(Chunk::id).collect::<Vec<_>>());
     assert_eq!(ids[1], weft_core::ChunkId::new(&a.document_id, 1));
 }
+
+#[test]
+fn the_fingerprint_names_the_settings_and_the_chunker_version() {
+    let default = Chunker::new(ChunkingConfig::default()).unwrap();
+    let again = Chunker::new(ChunkingConfig::default()).unwrap();
+    assert_eq!(default.fingerprint(), again.fingerprint());
+    assert!(
+        default
+            .fingerprint()
+            .starts_with(&format!("chunker-{}-", weft_chunking::CHUNKER_VERSION)),
+        "{}",
+        default.fingerprint()
+    );
+    let mut config = ChunkingConfig::default();
+    config.markdown.max_chars += 1;
+    let other = Chunker::new(config).unwrap();
+    assert_ne!(default.fingerprint(), other.fingerprint());
+}

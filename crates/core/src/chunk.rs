@@ -1,5 +1,6 @@
 //! The [`Chunk`]: one ordered, faithful piece of a document.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -10,7 +11,20 @@ use crate::ids::{ChunkId, DocumentId};
 
 /// The version of the text that is embedded for a chunk (see
 /// [`Chunk::embedding_text`]). A change of this string re-embeds everything.
-pub const EMBEDDING_FORMAT: &str = "weft-ctx-v2";
+pub const EMBEDDING_FORMAT: &str = "weft-ctx-v3";
+
+/// The string the catalog records per document for what produced its chunks
+/// and vectors: `{model}/{EMBEDDING_FORMAT}/{chunker fingerprint}`, or
+/// without the last part when the chunker is not known. The embedded
+/// pipeline and the distributed embedder both write it; a document whose
+/// tag is not the current one is indexed again.
+pub fn index_tag(model_id: &str, chunker_fingerprint: &str) -> String {
+    if chunker_fingerprint.is_empty() {
+        format!("{model_id}/{EMBEDDING_FORMAT}")
+    } else {
+        format!("{model_id}/{EMBEDDING_FORMAT}/{chunker_fingerprint}")
+    }
+}
 
 /// What kind of material a chunk holds. It decides the adjacency window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -147,7 +161,10 @@ impl Chunk {
     /// The text to embed: a short context header (path, section, language)
     /// and, for split classes, the member outline, then the content, with
     /// camelCase identifiers split into words (`parseHttpURL` → `parse Http
-    /// URL`): word-piece models read words, not identifiers.
+    /// URL`): word-piece models read words, not identifiers. In markdown,
+    /// HTML comments (`<!-- … -->`: metadata such as Node.js's YAML history
+    /// blocks, lint directives) are left out: a reader never sees them, and
+    /// they would take the model's token budget from the text.
     ///
     /// Its shape is versioned by [`EMBEDDING_FORMAT`].
     pub fn embedding_text(&self) -> String {
@@ -164,9 +181,32 @@ impl Chunk {
             text.push_str(outline);
             text.push('\n');
         }
-        text.push_str(&self.content);
+        if self.language == "markdown" {
+            text.push_str(&without_html_comments(&self.content));
+        } else {
+            text.push_str(&self.content);
+        }
         split_camel_case(&text)
     }
+}
+
+/// `text` without its HTML comments; an unterminated `<!--` is kept, with
+/// what follows it.
+fn without_html_comments(text: &str) -> Cow<'_, str> {
+    if !text.contains("<!--") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("<!--") {
+        let Some(close) = rest[open + 4..].find("-->") else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        rest = &rest[open + 4 + close + 3..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// Puts a space inside camelCase and PascalCase words: before an upper-case
@@ -217,6 +257,25 @@ mod tests {
             overlap_bytes: 0,
             outline: None,
         }
+    }
+
+    #[test]
+    fn markdown_html_comments_are_not_embedded() {
+        let mut c = chunk(0, 1);
+        c.language = "markdown".into();
+        c.content = "## Section 3\n\n<!-- YAML\nadded: v0.11.3\n-->\n\nReturns the servers.\n<!-- eslint-disable -->\nEnd <!-- open".into();
+        let text = c.embedding_text();
+        assert!(text.contains("Returns the servers."), "{text}");
+        assert!(!text.contains("YAML") && !text.contains("eslint"), "{text}");
+        assert!(
+            text.ends_with("End <!-- open"),
+            "an unterminated comment stays: {text}"
+        );
+        assert!(c.content.contains("added: v0.11.3"), "content is untouched");
+        // Code keeps everything: `<!--` there is not a comment.
+        let mut code = chunk(0, 1);
+        code.content = "let s = \"<!-- x -->\";".into();
+        assert!(code.embedding_text().contains("<!-- x -->"));
     }
 
     #[test]

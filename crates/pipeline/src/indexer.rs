@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use weft_chunking::Chunker;
 use weft_config::WeftConfig;
 use weft_core::ports::{DocumentRecord, Embedder, PortError, ProjectState};
-use weft_core::{Chunk, DocumentId, EMBEDDING_FORMAT};
+use weft_core::{Chunk, DocumentId, index_tag};
 
 use crate::sources::{self, DirSelection, GitRepo, SourceSpec};
 use crate::{Issue, Stores};
@@ -68,7 +68,8 @@ pub struct IndexSummary {
     pub documents_seen: usize,
     /// Documents chunked and embedded.
     pub documents_indexed: usize,
-    /// Documents whose content hash was unchanged.
+    /// Documents whose content hash and index tag (model, text format,
+    /// chunker and chunking settings) were unchanged.
     pub documents_unchanged: usize,
     /// Documents removed from the index (gone from the source).
     pub documents_deleted: usize,
@@ -144,9 +145,12 @@ impl Indexer {
         })
     }
 
-    /// The string recorded per document for the model and format used.
-    fn embedding_tag(&self) -> String {
-        format!("{}/{}", self.embedder.model_id(), EMBEDDING_FORMAT)
+    /// What this indexer records per document ([`index_tag`]). A document
+    /// whose tag differs is chunked and embedded again even when its content
+    /// is not new, so a changed `chunking.*` setting or a new weft never
+    /// leaves chunks cut the old way beside chunks cut the new way.
+    fn index_tag(&self) -> String {
+        index_tag(self.embedder.model_id(), &self.chunker.fingerprint())
     }
 
     /// Indexes `spec`: new and changed documents are chunked, embedded and
@@ -171,6 +175,24 @@ impl Indexer {
         }
         let previous_state = self.stores.catalog.project(&project).await?;
         let selection = DirSelection::new(&self.config.sources).map_err(IndexError::Config)?;
+        let known: HashMap<DocumentId, DocumentRecord> = self
+            .stores
+            .catalog
+            .documents(Some(&project))
+            .await?
+            .into_iter()
+            .map(|r| (r.document_id.clone(), r))
+            .collect();
+        let tag = self.index_tag();
+        // Documents indexed by another model, format or chunker: a git source
+        // is then walked whole, not diffed, so that unchanged files are redone too.
+        let stale = known.values().any(|r| r.embedding != tag);
+        if stale {
+            tracing::info!(
+                project = %project,
+                "the model, text format or chunking changed since the last run: every document is chunked and embedded again"
+            );
+        }
 
         // List the documents to look at; `complete` says whether the list is
         // the whole project (so absent documents are deletions).
@@ -197,7 +219,7 @@ impl Indexer {
                     .as_ref()
                     .filter(|s| s.source == *url)
                     .and_then(|s| s.revision.clone())
-                    .filter(|rev| repo.has_commit(rev));
+                    .filter(|rev| !stale && repo.has_commit(rev));
                 match last {
                     Some(last) => {
                         let changes = repo
@@ -249,15 +271,6 @@ impl Indexer {
             }
         };
 
-        let known: HashMap<DocumentId, DocumentRecord> = self
-            .stores
-            .catalog
-            .documents(Some(&project))
-            .await?
-            .into_iter()
-            .map(|r| (r.document_id.clone(), r))
-            .collect();
-        let tag = self.embedding_tag();
         let progress = &options.progress;
         progress.set_length(inputs.len() as u64);
         progress.set_position(0);

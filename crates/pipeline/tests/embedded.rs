@@ -328,6 +328,57 @@ async fn projects_are_separate_and_filterable() {
     let _ = Arc::clone(&stores.vectors);
 }
 
+/// Changing a chunking setting re-cuts every document on the next run,
+/// though no content changed, and leaves no chunk cut the old way behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_chunking_setting_reindexes_unchanged_documents() {
+    let tree = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let (spec, options) = fixture_source(tree.path());
+    let run = |config: weft_config::WeftConfig| {
+        let (spec, options, data) = (spec.clone(), options.clone(), data.path().to_owned());
+        async move {
+            let indexer = weft_pipeline::Indexer::new(
+                common::stores(&data),
+                common::model(),
+                config,
+                data.join("sources"),
+            )
+            .expect("indexer");
+            indexer.index(&spec, &options).await.expect("index run")
+        }
+    };
+    let first = run(weft_config::WeftConfig::default()).await;
+    assert_eq!(first.documents_indexed, 3, "{first:#?}");
+
+    let mut small = weft_config::WeftConfig::default();
+    small.chunking.code.max_chars = 300;
+    small.chunking.code.min_chars = 50;
+    let recut = run(small.clone()).await;
+    assert_eq!(recut.documents_unchanged, 0, "{recut:#?}");
+    assert_eq!(recut.documents_indexed, 3, "{recut:#?}");
+    assert!(
+        recut.chunks_written > first.chunks_written,
+        "smaller code chunks are more chunks: {} then {}",
+        first.chunks_written,
+        recut.chunks_written
+    );
+    let stores = common::stores(data.path());
+    assert_eq!(
+        stores.vectors.count().await.unwrap(),
+        recut.chunks_written as u64
+    );
+    assert_eq!(
+        stores.text.count().await.unwrap(),
+        recut.chunks_written as u64
+    );
+    drop(stores);
+
+    let again = run(small).await;
+    assert_eq!(again.documents_unchanged, 3, "{again:#?}");
+    assert_eq!(again.chunks_written, 0, "{again:#?}");
+}
+
 /// A text index written by an older weft (another text format) is rebuilt
 /// from the chunks in the vector index when the data directory is opened:
 /// nothing is re-embedded, and an interrupted earlier rebuild is discarded.

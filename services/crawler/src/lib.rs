@@ -187,6 +187,9 @@ pub struct Crawler {
     catalog: NatsCatalog,
     config: WeftConfig,
     selection: DirSelection,
+    /// The fingerprint of the chunker the configuration describes: a
+    /// document recorded as cut by another is published again.
+    chunker: String,
 }
 
 impl Crawler {
@@ -194,11 +197,15 @@ impl Crawler {
     pub async fn new(jet: Jet, config: WeftConfig) -> Result<Self, CrawlError> {
         let catalog = jet.catalog().await?;
         let selection = DirSelection::new(&config.sources).map_err(CrawlError::Config)?;
+        let chunker = weft_chunking::Chunker::new(config.chunking.clone())
+            .map_err(|e| CrawlError::Config(format!("{}: {}", e.key, e.message)))?
+            .fingerprint();
         Ok(Self {
             jet,
             catalog,
             config,
             selection,
+            chunker,
         })
     }
 
@@ -259,12 +266,18 @@ impl Crawler {
                     .collect()
             }
         };
-        let known: HashMap<DocumentId, String> = self
+        // Each known document's content hash, and whether the chunker that
+        // cut it is the one configured here.
+        let cut_by = format!("/{}", self.chunker);
+        let known: HashMap<DocumentId, (String, bool)> = self
             .catalog
             .documents(Some(project))
             .await?
             .into_iter()
-            .map(|r| (r.document_id, r.content_hash))
+            .map(|r| {
+                let same_chunker = r.embedding.ends_with(&cut_by);
+                (r.document_id, (r.content_hash, same_chunker))
+            })
             .collect();
         let limit = self.jet.max_payload().saturating_sub(PAYLOAD_MARGIN);
         let progress = &options.progress;
@@ -296,7 +309,10 @@ impl Crawler {
             let id = DocumentId::new(project, &uri);
             seen.insert(id.clone());
             let hash = hex::encode(Sha256::digest(&bytes));
-            if !options.reindex && known.get(&id) == Some(&hash) {
+            let unchanged = known
+                .get(&id)
+                .is_some_and(|(known_hash, same_chunker)| *known_hash == hash && *same_chunker);
+            if !options.reindex && unchanged {
                 summary.documents_unchanged += 1;
                 continue;
             }

@@ -30,7 +30,7 @@ use weft_config::WeftConfig;
 use weft_core::ports::{
     Catalog, DocumentRecord, Embedder, PortError, PortResult, TextIndex, VectorIndex,
 };
-use weft_core::{Chunk, ChunkId, DocumentId, EMBEDDING_FORMAT};
+use weft_core::{Chunk, ChunkId, DocumentId, index_tag};
 use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
 use weft_proto::v1;
 
@@ -72,6 +72,9 @@ struct Batch {
     version: u64,
     total_chunks: u32,
     deleted: bool,
+    /// The fingerprint of the chunker that cut it; empty from a chunker
+    /// older than fingerprints.
+    chunker: String,
     chunks: Vec<Chunk>,
 }
 
@@ -108,6 +111,7 @@ fn decode(delivery: &Delivery) -> Result<Batch, String> {
         version: wire.version,
         total_chunks: wire.total_chunks,
         deleted: wire.deleted,
+        chunker: wire.chunker,
         chunks,
     })
 }
@@ -129,10 +133,6 @@ impl EmbedderHandler {
             max_batch_tokens: config.embedder.max_batch_tokens,
             written_since_optimize: false,
         }
-    }
-
-    fn embedding_tag(&self) -> String {
-        format!("{}/{}", self.sinks.embedder.model_id(), EMBEDDING_FORMAT)
     }
 
     /// Embeds `chunks` in calls bounded by count and estimated tokens.
@@ -222,7 +222,6 @@ impl EmbedderHandler {
             s.vectors.upsert(&changed, &vectors).await?;
             s.text.upsert(&changed).await?;
         }
-        let tag = self.embedding_tag();
         let mut records = Vec::new();
         let mut removed = Vec::new();
         for b in &current {
@@ -242,7 +241,7 @@ impl EmbedderHandler {
                     uri: b.uri.clone(),
                     content_hash: b.content_hash.clone(),
                     chunk_count: b.total_chunks,
-                    embedding: tag.clone(),
+                    embedding: index_tag(self.sinks.embedder.model_id(), &b.chunker),
                     version: b.version,
                 });
                 metrics

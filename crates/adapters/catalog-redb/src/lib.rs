@@ -282,7 +282,7 @@ mod tests {
             uri: uri.into(),
             content_hash: hash.into(),
             chunk_count: chunks,
-            embedding: "all-MiniLM-L6-v2/weft-ctx-v2".into(),
+            embedding: "all-MiniLM-L6-v2/weft-ctx-v3".into(),
             version: 0,
         }
     }
