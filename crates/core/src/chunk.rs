@@ -161,10 +161,9 @@ impl Chunk {
     /// The text to embed: a short context header (path, section, language)
     /// and, for split classes, the member outline, then the content, with
     /// camelCase identifiers split into words (`parseHttpURL` → `parse Http
-    /// URL`): word-piece models read words, not identifiers. In markdown,
-    /// HTML comments (`<!-- … -->`: metadata such as Node.js's YAML history
-    /// blocks, lint directives) are left out: a reader never sees them, and
-    /// they would take the model's token budget from the text.
+    /// URL`): word-piece models read words, not identifiers. The content is
+    /// the [readable content](Self::readable_content): HTML comments in
+    /// markdown would take the model's token budget from the text.
     ///
     /// Its shape is versioned by [`EMBEDDING_FORMAT`].
     pub fn embedding_text(&self) -> String {
@@ -181,12 +180,20 @@ impl Chunk {
             text.push_str(outline);
             text.push('\n');
         }
-        if self.language == "markdown" {
-            text.push_str(&without_html_comments(&self.content));
-        } else {
-            text.push_str(&self.content);
-        }
+        text.push_str(&self.readable_content());
         split_camel_case(&text)
+    }
+
+    /// The content as a reader sees it: in markdown, without HTML comments
+    /// (`<!-- … -->`: metadata such as Node.js's YAML history blocks, lint
+    /// directives), which a rendered page never shows; other content as it
+    /// is. What is embedded and what the text index searches.
+    pub fn readable_content(&self) -> Cow<'_, str> {
+        if self.language == "markdown" {
+            without_html_comments(&self.content)
+        } else {
+            Cow::Borrowed(&self.content)
+        }
     }
 }
 

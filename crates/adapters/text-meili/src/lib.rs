@@ -5,8 +5,9 @@
 //! One index holds the chunks of every project, with the primary key given
 //! explicitly (`id`, the chunk's UUID: with `document_id` beside it,
 //! inference is ambiguous and documents silently fail to index, DESIGN §8).
-//! Each document is the chunk plus `search_text` (path, section and content:
-//! as in the embedded tantivy index), `identifier_words` (camelCase
+//! Each document is the chunk plus `search_text` (path, section and
+//! [readable content](Chunk::readable_content): as in the embedded tantivy
+//! index), `identifier_words` (camelCase
 //! identifiers split into words, searchable after `search_text`) and
 //! `path_scopes` (for path-prefix filters). `id`, `project`, `document_id`,
 //! `chunk_index`, `content_type`, `language` and `path_scopes` are
@@ -106,8 +107,13 @@ impl MeiliChunk {
     fn of(chunk: &Chunk) -> Self {
         Self {
             id: chunk.id().to_string(),
-            search_text: format!("{}\n{}\n{}", chunk.uri, chunk.section, chunk.content),
-            identifier_words: identifier_words(&chunk.content),
+            search_text: format!(
+                "{}\n{}\n{}",
+                chunk.uri,
+                chunk.section,
+                chunk.readable_content()
+            ),
+            identifier_words: identifier_words(&chunk.readable_content()),
             path_scopes: path_scopes(&chunk.uri),
             chunk: chunk.clone(),
         }

@@ -54,8 +54,10 @@ pub use tokenizer::{CODE_TOKENIZER, CodeTokenizer};
 /// made another way.
 ///
 /// 1: [`CodeTokenizer`] alone. 2: then English stemming. 3: code chunks'
-/// symbol paths and declaration lines in a field of their own.
-pub const TEXT_FORMAT: u32 = 3;
+/// symbol paths and declaration lines in a field of their own. 4: the
+/// readable content ([`weft_core::Chunk::readable_content`]): no HTML
+/// comments from markdown.
+pub const TEXT_FORMAT: u32 = 4;
 
 /// The file in the index directory that records its [`TEXT_FORMAT`]. An
 /// index without it was written before formats were recorded: format 1.
@@ -287,7 +289,7 @@ impl TantivyTextIndex {
             // search on guava 0.34 → 0.44, on the Node.js docs 0.47 → 0.60.)
             doc.add_text(
                 f.content,
-                format!("{}\n{}\n{}", c.uri, c.section, c.content),
+                format!("{}\n{}\n{}", c.uri, c.section, c.readable_content()),
             );
             let payload = serde_json::to_string(c)
                 .map_err(|e| TextIndexError::CorruptChunk(e.to_string()))?;

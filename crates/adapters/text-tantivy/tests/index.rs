@@ -330,3 +330,19 @@ fn words_of_a_code_symbol_and_its_declaration_count_more() {
     assert_eq!(hits.len(), 2);
     assert!((hits[0].score - hits[1].score).abs() < 1e-4, "{hits:?}");
 }
+
+#[test]
+fn html_comments_in_markdown_are_not_searched_but_are_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = TantivyTextIndex::open_or_create(dir.path()).unwrap();
+    let text = "## Pool\n\n<!-- YAML\nadded: v0.1.90\n-->\n\nEmpties the queue.\n";
+    index
+        .upsert(&[single_chunk("docs/pool.md", "Pool", ContentType::Prose, text)])
+        .unwrap();
+    index.commit().unwrap();
+    let all = SearchFilter::default();
+    assert!(index.search("yaml added", &all, 5).unwrap().is_empty());
+    let hits = index.search("empties queue", &all, 5).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].chunk.content, text, "the content comes back whole");
+}
