@@ -14,15 +14,16 @@ use crate::ids::{ChunkId, DocumentId};
 pub const EMBEDDING_FORMAT: &str = "weft-ctx-v3";
 
 /// The string the catalog records per document for what produced its chunks
-/// and vectors: `{model}/{EMBEDDING_FORMAT}/{chunker fingerprint}`, or
-/// without the last part when the chunker is not known. The embedded
+/// and vectors: `{embedder}/{EMBEDDING_FORMAT}/{chunker fingerprint}`, or
+/// without the last part when the chunker is not known. `embedder` names the
+/// model and whatever else changes its vectors (`weft_pipeline::embedder_tag`). The embedded
 /// pipeline and the distributed embedder both write it; a document whose
 /// tag is not the current one is indexed again.
-pub fn index_tag(model_id: &str, chunker_fingerprint: &str) -> String {
+pub fn index_tag(embedder: &str, chunker_fingerprint: &str) -> String {
     if chunker_fingerprint.is_empty() {
-        format!("{model_id}/{EMBEDDING_FORMAT}")
+        format!("{embedder}/{EMBEDDING_FORMAT}")
     } else {
-        format!("{model_id}/{EMBEDDING_FORMAT}/{chunker_fingerprint}")
+        format!("{embedder}/{EMBEDDING_FORMAT}/{chunker_fingerprint}")
     }
 }
 

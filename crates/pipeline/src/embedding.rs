@@ -28,6 +28,17 @@ pub enum EmbedderSetupError {
     },
 }
 
+/// How the catalog names the embedder `config` sets up for the model
+/// `model_id`, within a document's index tag ([`weft_core::index_tag`]): the
+/// local model's vectors also depend on where texts are cut
+/// (`embedding.max_tokens`), so that goes in (`all-MiniLM-L6-v2@256`).
+pub fn embedder_tag(config: &EmbeddingConfig, model_id: &str) -> String {
+    match config.provider {
+        EmbeddingProvider::Local => format!("{model_id}@{}", config.max_tokens),
+        EmbeddingProvider::Http => model_id.to_owned(),
+    }
+}
+
 /// The local model in `model_dir` (`provider = "local"`), or a connected
 /// OpenAI-compatible API (`provider = "http"`; its dimension asked at start
 /// unless configured).

@@ -150,7 +150,8 @@ impl Indexer {
     /// is not new, so a changed `chunking.*` setting or a new weft never
     /// leaves chunks cut the old way beside chunks cut the new way.
     fn index_tag(&self) -> String {
-        index_tag(self.embedder.model_id(), &self.chunker.fingerprint())
+        let embedder = crate::embedder_tag(&self.config.embedding, self.embedder.model_id());
+        index_tag(&embedder, &self.chunker.fingerprint())
     }
 
     /// Indexes `spec`: new and changed documents are chunked, embedded and

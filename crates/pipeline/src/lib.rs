@@ -21,7 +21,7 @@ pub mod sources;
 pub use data_dir::{
     DataDir, DataDirError, DataMeta, LazyEmbedder, Stores, default_data_dir, default_model_dir,
 };
-pub use embedding::{EmbedderSetupError, embedder_from_config};
+pub use embedding::{EmbedderSetupError, embedder_from_config, embedder_tag};
 pub use index_stores::{IndexStores, StoreAccess, open_index_stores};
 pub use indexer::{IndexError, IndexOptions, IndexSummary, Indexer};
 

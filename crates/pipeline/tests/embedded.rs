@@ -329,9 +329,10 @@ async fn projects_are_separate_and_filterable() {
 }
 
 /// Changing a chunking setting re-cuts every document on the next run,
-/// though no content changed, and leaves no chunk cut the old way behind.
+/// though no content changed, and leaves no chunk cut the old way behind;
+/// changing where the model cuts texts re-embeds them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_changed_chunking_setting_reindexes_unchanged_documents() {
+async fn changed_chunking_or_embedding_settings_reindex_unchanged_documents() {
     let tree = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     let (spec, options) = fixture_source(tree.path());
@@ -374,9 +375,19 @@ async fn a_changed_chunking_setting_reindexes_unchanged_documents() {
     );
     drop(stores);
 
-    let again = run(small).await;
+    let again = run(small.clone()).await;
     assert_eq!(again.documents_unchanged, 3, "{again:#?}");
     assert_eq!(again.chunks_written, 0, "{again:#?}");
+
+    // Where the model cuts texts changes the vectors: everything is embedded again.
+    let mut shorter = small;
+    shorter.embedding.max_tokens = 128;
+    let reembedded = run(shorter).await;
+    assert_eq!(reembedded.documents_unchanged, 0, "{reembedded:#?}");
+    assert_eq!(
+        reembedded.chunks_written, recut.chunks_written,
+        "{reembedded:#?}"
+    );
 }
 
 /// A text index written by an older weft (another text format) is rebuilt

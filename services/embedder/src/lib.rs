@@ -118,6 +118,8 @@ fn decode(delivery: &Delivery) -> Result<Batch, String> {
 
 /// Embeds and writes chunk batches.
 pub struct EmbedderHandler {
+    /// The embedder's part of the index tag recorded per document.
+    embedder_tag: String,
     sinks: Sinks,
     batch_size: usize,
     max_batch_tokens: usize,
@@ -128,6 +130,7 @@ impl EmbedderHandler {
     /// A handler writing to `sinks`, batching as `config` says.
     pub fn new(config: &WeftConfig, sinks: Sinks) -> Self {
         Self {
+            embedder_tag: weft_pipeline::embedder_tag(&config.embedding, sinks.embedder.model_id()),
             sinks,
             batch_size: config.embedding.batch_size,
             max_batch_tokens: config.embedder.max_batch_tokens,
@@ -241,7 +244,7 @@ impl EmbedderHandler {
                     uri: b.uri.clone(),
                     content_hash: b.content_hash.clone(),
                     chunk_count: b.total_chunks,
-                    embedding: index_tag(self.sinks.embedder.model_id(), &b.chunker),
+                    embedding: index_tag(&self.embedder_tag, &b.chunker),
                     version: b.version,
                 });
                 metrics

@@ -337,7 +337,12 @@ fn html_comments_in_markdown_are_not_searched_but_are_returned() {
     let index = TantivyTextIndex::open_or_create(dir.path()).unwrap();
     let text = "## Pool\n\n<!-- YAML\nadded: v0.1.90\n-->\n\nEmpties the queue.\n";
     index
-        .upsert(&[single_chunk("docs/pool.md", "Pool", ContentType::Prose, text)])
+        .upsert(&[single_chunk(
+            "docs/pool.md",
+            "Pool",
+            ContentType::Prose,
+            text,
+        )])
         .unwrap();
     index.commit().unwrap();
     let all = SearchFilter::default();
