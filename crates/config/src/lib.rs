@@ -329,6 +329,17 @@ pub struct EmbeddingConfig {
     pub timeout_secs: u64,
     /// Retries of a request after 429, 5xx or a timeout (`http`).
     pub max_retries: u32,
+    /// Put before every query text (`http`), for models trained with
+    /// prefixed inputs: e5's `"query: "`, bge's retrieval instruction.
+    pub query_prefix: String,
+    /// Put before every chunk's text (`http`): e5's `"passage: "`.
+    pub document_prefix: String,
+    /// Sent as `input_type` with query requests (`http`), for APIs that
+    /// take one (`"query"`); unset: not sent.
+    pub query_input_type: Option<String>,
+    /// Sent as `input_type` with chunk requests (`http`): `"passage"` or
+    /// `"document"`, as the API names it; unset: not sent.
+    pub document_input_type: Option<String>,
 }
 
 /// Where embeddings come from.
@@ -356,6 +367,10 @@ impl Default for EmbeddingConfig {
             max_in_flight: 4,
             timeout_secs: 60,
             max_retries: 5,
+            query_prefix: String::new(),
+            document_prefix: String::new(),
+            query_input_type: None,
+            document_input_type: None,
         }
     }
 }

@@ -158,8 +158,15 @@ pub trait Embedder: Send + Sync {
     fn model_id(&self) -> &str;
     /// Vector dimension.
     fn dimension(&self) -> usize;
-    /// One vector per text, in order.
+    /// One vector per text, in order: texts to be found (chunks).
     async fn embed(&self, texts: &[String]) -> PortResult<Vec<Vec<f32>>>;
+    /// One vector per search query, in order. Models trained with distinct
+    /// query and document inputs (e5's `query: ` / `passage: `, APIs with an
+    /// `input_type`) embed queries differently; by default a query is
+    /// embedded like any text. Wrappers must forward this, not fall back.
+    async fn embed_queries(&self, queries: &[String]) -> PortResult<Vec<Vec<f32>>> {
+        self.embed(queries).await
+    }
 }
 
 /// Scores (query, passage) pairs; higher is more relevant.

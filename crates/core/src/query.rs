@@ -211,7 +211,7 @@ impl QueryEngine {
         let embedder = self.embedder.as_ref().ok_or(QueryError::NoEmbedder)?;
         // Chunks are embedded with identifiers split into words
         // (`Chunk::embedding_text`); the query is read the same way.
-        let mut vectors = embedder.embed(&[split_camel_case(query)]).await?;
+        let mut vectors = embedder.embed_queries(&[split_camel_case(query)]).await?;
         let vector = vectors.pop().ok_or(QueryError::NoEmbedder)?;
         self.lock_cache().put(query.to_owned(), vector.clone());
         Ok((vector, false))

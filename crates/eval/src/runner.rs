@@ -107,7 +107,9 @@ pub async fn run_queries(
 /// several settings over the same queries embeds each query once.
 pub struct CachingEmbedder {
     inner: Arc<dyn Embedder>,
-    cache: Mutex<HashMap<String, Vec<f32>>>,
+    /// Vectors by (is a query, text): a model may embed the same text
+    /// differently as a query.
+    cache: Mutex<HashMap<(bool, String), Vec<f32>>>,
 }
 
 impl CachingEmbedder {
@@ -119,8 +121,44 @@ impl CachingEmbedder {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<f32>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(bool, String), Vec<f32>>> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn cached(&self, texts: &[String], queries: bool) -> PortResult<Vec<Vec<f32>>> {
+        let missing: Vec<String> = {
+            let cache = self.lock();
+            let mut missing: Vec<String> = Vec::new();
+            for text in texts {
+                if !cache.contains_key(&(queries, text.clone())) && !missing.contains(text) {
+                    missing.push(text.clone());
+                }
+            }
+            missing
+        };
+        if !missing.is_empty() {
+            let vectors = if queries {
+                self.inner.embed_queries(&missing).await?
+            } else {
+                self.inner.embed(&missing).await?
+            };
+            let mut cache = self.lock();
+            for (text, vector) in missing.into_iter().zip(vectors) {
+                cache.insert((queries, text), vector);
+            }
+        }
+        let cache = self.lock();
+        texts
+            .iter()
+            .map(|t| {
+                cache.get(&(queries, t.clone())).cloned().ok_or_else(|| {
+                    weft_core::ports::PortError::new(
+                        "embedding cache",
+                        format!("the model returned no vector for {t:?}"),
+                    )
+                })
+            })
+            .collect()
     }
 }
 
@@ -135,34 +173,10 @@ impl Embedder for CachingEmbedder {
     }
 
     async fn embed(&self, texts: &[String]) -> PortResult<Vec<Vec<f32>>> {
-        let missing: Vec<String> = {
-            let cache = self.lock();
-            let mut missing: Vec<String> = Vec::new();
-            for text in texts {
-                if !cache.contains_key(text) && !missing.contains(text) {
-                    missing.push(text.clone());
-                }
-            }
-            missing
-        };
-        if !missing.is_empty() {
-            let vectors = self.inner.embed(&missing).await?;
-            let mut cache = self.lock();
-            for (text, vector) in missing.into_iter().zip(vectors) {
-                cache.insert(text, vector);
-            }
-        }
-        let cache = self.lock();
-        texts
-            .iter()
-            .map(|t| {
-                cache.get(t).cloned().ok_or_else(|| {
-                    weft_core::ports::PortError::new(
-                        "embedding cache",
-                        format!("the model returned no vector for {t:?}"),
-                    )
-                })
-            })
-            .collect()
+        self.cached(texts, false).await
+    }
+
+    async fn embed_queries(&self, queries: &[String]) -> PortResult<Vec<Vec<f32>>> {
+        self.cached(queries, true).await
     }
 }

@@ -442,17 +442,9 @@ impl LazyEmbedder {
             .clone()
             .map_err(|e| PortError::new("embedding model", e))
     }
-}
 
-#[async_trait::async_trait]
-impl Embedder for LazyEmbedder {
-    fn model_id(&self) -> &str {
-        &self.model_id
-    }
-    fn dimension(&self) -> usize {
-        self.dimension
-    }
-    async fn embed(&self, texts: &[String]) -> PortResult<Vec<Vec<f32>>> {
+    /// The loaded model, once its dimension is known to be the index's.
+    fn checked(&self) -> PortResult<Arc<dyn Embedder>> {
         let embedder = self.get()?;
         if embedder.dimension() != self.dimension {
             return Err(PortError::new(
@@ -465,7 +457,23 @@ impl Embedder for LazyEmbedder {
                 ),
             ));
         }
-        embedder.embed(texts).await
+        Ok(embedder)
+    }
+}
+
+#[async_trait::async_trait]
+impl Embedder for LazyEmbedder {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    async fn embed(&self, texts: &[String]) -> PortResult<Vec<Vec<f32>>> {
+        self.checked()?.embed(texts).await
+    }
+    async fn embed_queries(&self, queries: &[String]) -> PortResult<Vec<Vec<f32>>> {
+        self.checked()?.embed_queries(queries).await
     }
 }
 

@@ -29,13 +29,21 @@ pub enum EmbedderSetupError {
 }
 
 /// How the catalog names the embedder `config` sets up for the model
-/// `model_id`, within a document's index tag ([`weft_core::index_tag`]): the
-/// local model's vectors also depend on where texts are cut
-/// (`embedding.max_tokens`), so that goes in (`all-MiniLM-L6-v2@256`).
+/// `model_id`, within a document's index tag ([`weft_core::index_tag`]),
+/// with what else changes its vectors: where the local model cuts texts
+/// (`all-MiniLM-L6-v2@256`), what an API is told chunks are
+/// (`http:e5[passage|passage: ]`).
 pub fn embedder_tag(config: &EmbeddingConfig, model_id: &str) -> String {
     match config.provider {
         EmbeddingProvider::Local => format!("{model_id}@{}", config.max_tokens),
-        EmbeddingProvider::Http => model_id.to_owned(),
+        EmbeddingProvider::Http => {
+            let input_type = config.document_input_type.as_deref().unwrap_or("");
+            if input_type.is_empty() && config.document_prefix.is_empty() {
+                model_id.to_owned()
+            } else {
+                format!("{model_id}[{input_type}|{}]", config.document_prefix)
+            }
+        }
     }
 }
 
@@ -84,6 +92,10 @@ pub async fn embedder_from_config(
                 max_in_flight: config.max_in_flight,
                 timeout: Duration::from_secs(config.timeout_secs),
                 max_retries: config.max_retries,
+                query_prefix: config.query_prefix.clone(),
+                document_prefix: config.document_prefix.clone(),
+                query_input_type: config.query_input_type.clone(),
+                document_input_type: config.document_input_type.clone(),
                 ..weft_embed_http::HttpEmbedderOptions::new(url, model)
             };
             let embedder = weft_embed_http::HttpEmbedder::connect(options)
@@ -94,5 +106,50 @@ pub async fn embedder_from_config(
                 })?;
             Ok(Arc::new(embedder))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedder_tag_changes_with_what_changes_the_vectors() {
+        let local = EmbeddingConfig::default();
+        assert_eq!(embedder_tag(&local, "m"), "m@256");
+        let shorter = EmbeddingConfig {
+            max_tokens: 128,
+            ..EmbeddingConfig::default()
+        };
+        assert_ne!(embedder_tag(&shorter, "m"), embedder_tag(&local, "m"));
+
+        let http = EmbeddingConfig {
+            provider: EmbeddingProvider::Http,
+            ..EmbeddingConfig::default()
+        };
+        assert_eq!(embedder_tag(&http, "http:e5"), "http:e5");
+        let passages = EmbeddingConfig {
+            document_prefix: "passage: ".into(),
+            ..http.clone()
+        };
+        let typed = EmbeddingConfig {
+            document_input_type: Some("passage".into()),
+            ..http.clone()
+        };
+        let queries_only = EmbeddingConfig {
+            query_prefix: "query: ".into(),
+            ..http.clone()
+        };
+        assert_ne!(embedder_tag(&passages, "http:e5"), "http:e5");
+        assert_ne!(embedder_tag(&typed, "http:e5"), "http:e5");
+        assert_ne!(
+            embedder_tag(&typed, "http:e5"),
+            embedder_tag(&passages, "http:e5")
+        );
+        assert_eq!(
+            embedder_tag(&queries_only, "http:e5"),
+            "http:e5",
+            "queries are not stored"
+        );
     }
 }

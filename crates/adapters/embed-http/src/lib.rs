@@ -10,6 +10,10 @@
 //! least what a `Retry-After` header asks; other 4xx answers fail at once
 //! with the API's own message. Every vector is checked against the expected
 //! dimension and normalised to unit length.
+//!
+//! Models trained with distinct query and document inputs get them: a text
+//! prefix for each (e5's `query: ` / `passage: `) and an `input_type` field
+//! for each (APIs that take one, e.g. `query` / `passage`), as configured.
 
 #![warn(missing_docs)]
 
@@ -45,11 +49,20 @@ pub struct HttpEmbedderOptions {
     pub max_retries: u32,
     /// First backoff; doubles per attempt (with full jitter), at most 30 s.
     pub initial_backoff: Duration,
+    /// Put before every query text (e5: `"query: "`).
+    pub query_prefix: String,
+    /// Put before every document text (e5: `"passage: "`).
+    pub document_prefix: String,
+    /// Sent as `input_type` with queries, when set.
+    pub query_input_type: Option<String>,
+    /// Sent as `input_type` with documents, when set.
+    pub document_input_type: Option<String>,
 }
 
 impl HttpEmbedderOptions {
     /// Options for `url` and `model` with the defaults: 64 texts per request,
-    /// 4 in flight, 60 s timeout, 5 retries from 250 ms.
+    /// 4 in flight, 60 s timeout, 5 retries from 250 ms, queries and
+    /// documents sent alike.
     pub fn new(url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
             url: url.into(),
@@ -61,6 +74,10 @@ impl HttpEmbedderOptions {
             timeout: Duration::from_secs(60),
             max_retries: 5,
             initial_backoff: Duration::from_millis(250),
+            query_prefix: String::new(),
+            document_prefix: String::new(),
+            query_input_type: None,
+            document_input_type: None,
         }
     }
 }
@@ -146,6 +163,13 @@ enum ErrorDetail {
     Text(String),
 }
 
+/// What the texts of a request are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Query,
+    Document,
+}
+
 /// One failed attempt: may it be retried, after at least how long?
 enum Attempt {
     Retry {
@@ -184,7 +208,9 @@ impl HttpEmbedder {
             options,
         };
         if embedder.dimension == 0 {
-            let probe = embedder.request(&["dimension probe".to_owned()]).await?;
+            let probe = embedder
+                .request(&["dimension probe".to_owned()], Role::Document)
+                .await?;
             embedder.dimension = probe.first().map(Vec::len).unwrap_or(0);
             if embedder.dimension == 0 {
                 return Err(EmbedApiError::Malformed {
@@ -202,10 +228,10 @@ impl HttpEmbedder {
     }
 
     /// One request, retried as configured; vectors in input order, unit length.
-    async fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedApiError> {
+    async fn request(&self, texts: &[String], role: Role) -> Result<Vec<Vec<f32>>, EmbedApiError> {
         let mut attempt = 0u32;
         loop {
-            let last = match self.attempt(texts).await {
+            let last = match self.attempt(texts, role).await {
                 Ok(vectors) => return Ok(vectors),
                 Err(Attempt::Fatal(e)) => return Err(e),
                 Err(Attempt::Retry { reason, after }) => (reason, after),
@@ -230,13 +256,21 @@ impl HttpEmbedder {
         }
     }
 
-    async fn attempt(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, Attempt> {
+    async fn attempt(&self, texts: &[String], role: Role) -> Result<Vec<Vec<f32>>, Attempt> {
         let url = &self.endpoint;
-        let mut request = self.client.post(url).json(&serde_json::json!({
+        let mut body = serde_json::json!({
             "model": self.options.model,
             "input": texts,
             "encoding_format": "float",
-        }));
+        });
+        let input_type = match role {
+            Role::Query => &self.options.query_input_type,
+            Role::Document => &self.options.document_input_type,
+        };
+        if let Some(input_type) = input_type {
+            body["input_type"] = serde_json::Value::String(input_type.clone());
+        }
+        let mut request = self.client.post(url).json(&body);
         if let Some(key) = &self.options.api_key {
             request = request.bearer_auth(key);
         }
@@ -366,12 +400,27 @@ impl Embedder for HttpEmbedder {
     }
 
     async fn embed(&self, texts: &[String]) -> PortResult<Vec<Vec<f32>>> {
+        self.embed_as(texts, Role::Document).await
+    }
+
+    async fn embed_queries(&self, queries: &[String]) -> PortResult<Vec<Vec<f32>>> {
+        self.embed_as(queries, Role::Query).await
+    }
+}
+
+impl HttpEmbedder {
+    /// `texts` in requests of `batch_size`, with the role's prefix.
+    async fn embed_as(&self, texts: &[String], role: Role) -> PortResult<Vec<Vec<f32>>> {
+        let prefix = match role {
+            Role::Query => &self.options.query_prefix,
+            Role::Document => &self.options.document_prefix,
+        };
         let batches: Vec<Vec<String>> = texts
             .chunks(self.options.batch_size)
-            .map(<[String]>::to_vec)
+            .map(|batch| batch.iter().map(|t| format!("{prefix}{t}")).collect())
             .collect();
         let results: Vec<Vec<Vec<f32>>> = futures::stream::iter(batches)
-            .map(|batch| async move { self.request(&batch).await })
+            .map(|batch| async move { self.request(&batch, role).await })
             .buffered(self.options.max_in_flight)
             .try_collect()
             .await

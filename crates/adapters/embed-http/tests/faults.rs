@@ -241,3 +241,39 @@ async fn an_unreachable_api_fails_at_connect() {
     assert!(matches!(error, EmbedApiError::Exhausted { .. }), "{error}");
     assert!(error.to_string().contains(&port.to_string()), "{error}");
 }
+
+#[tokio::test]
+async fn queries_and_documents_get_their_prefix_and_input_type() {
+    let seen: Arc<std::sync::Mutex<Vec<serde_json::Value>>> = Arc::default();
+    let log = seen.clone();
+    let server = serve(Arc::new(move |_, body| {
+        log.lock().unwrap().push(body.clone());
+        embeddings(body, 4)
+    }))
+    .await;
+    let embedder = HttpEmbedder::connect(HttpEmbedderOptions {
+        query_prefix: "query: ".into(),
+        document_prefix: "passage: ".into(),
+        query_input_type: Some("query".into()),
+        document_input_type: Some("document".into()),
+        ..options(&server.url)
+    })
+    .await
+    .unwrap();
+    embedder.embed(&["a chunk".to_owned()]).await.unwrap();
+    embedder
+        .embed_queries(&["a question".to_owned()])
+        .await
+        .unwrap();
+    // Unset: plain texts, no input_type field at all.
+    let plain = HttpEmbedder::connect(options(&server.url)).await.unwrap();
+    plain.embed_queries(&["q".to_owned()]).await.unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(seen[0]["input"][0], "passage: a chunk");
+    assert_eq!(seen[0]["input_type"], "document");
+    assert_eq!(seen[1]["input"][0], "query: a question");
+    assert_eq!(seen[1]["input_type"], "query");
+    assert_eq!(seen[2]["input"][0], "q");
+    assert!(seen[2].get("input_type").is_none(), "{:?}", seen[2]);
+}

