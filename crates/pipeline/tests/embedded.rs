@@ -33,6 +33,12 @@ fn fixture_source(tree: &std::path::Path) -> (SourceSpec, IndexOptions) {
     (SourceSpec::Dir(tree.to_owned()), options)
 }
 
+/// Asserts that the vector and the text index both hold `chunks` chunks.
+async fn both_stores_hold(stores: &Stores, chunks: usize) {
+    assert_eq!(stores.vectors.count().await.unwrap(), chunks as u64);
+    assert_eq!(stores.text.count().await.unwrap(), chunks as u64);
+}
+
 fn request(query: &str, expand: bool) -> SearchRequest {
     SearchRequest {
         query: query.into(),
@@ -63,14 +69,7 @@ async fn index_search_expand_and_reindex_incrementally() {
     assert!(first.chunks_written >= 8, "{first:#?}");
 
     let stores = common::stores(data.path());
-    assert_eq!(
-        stores.vectors.count().await.unwrap(),
-        first.chunks_written as u64
-    );
-    assert_eq!(
-        stores.text.count().await.unwrap(),
-        first.chunks_written as u64
-    );
+    both_stores_hold(&stores, first.chunks_written).await;
     let engine = engine_over(&stores);
 
     // A question about a concept finds the right file, in every mode.
@@ -364,16 +363,7 @@ async fn changed_chunking_or_embedding_settings_reindex_unchanged_documents() {
         first.chunks_written,
         recut.chunks_written
     );
-    let stores = common::stores(data.path());
-    assert_eq!(
-        stores.vectors.count().await.unwrap(),
-        recut.chunks_written as u64
-    );
-    assert_eq!(
-        stores.text.count().await.unwrap(),
-        recut.chunks_written as u64
-    );
-    drop(stores);
+    both_stores_hold(&common::stores(data.path()), recut.chunks_written).await;
 
     let again = run(small.clone()).await;
     assert_eq!(again.documents_unchanged, 3, "{again:#?}");
