@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
-use weft_config::WeftConfig;
+use weft_config::{EmbeddingProvider, WeftConfig};
 use weft_core::ports::Embedder;
 use weft_embed_candle::LocalEmbedder;
-use weft_pipeline::{DataDir, LazyEmbedder, Stores, default_data_dir, default_model_dir};
+use weft_pipeline::{
+    DataDir, LazyEmbedder, Stores, default_data_dir, default_model_dir, embedder_from_config,
+};
 
 /// Where the index and the model are.
 #[derive(Debug, Clone, Args)]
@@ -66,9 +68,27 @@ impl Context {
         Ok(Arc::new(model))
     }
 
-    /// Opens (or creates) the stores for indexing. With data already there
-    /// the model is loaded only when something must be embedded.
-    pub fn open_for_indexing(&self) -> anyhow::Result<(Stores, Arc<dyn Embedder>)> {
+    /// Whether embeddings come from an API (`embedding.provider = "http"`)
+    /// rather than the local model.
+    pub fn uses_api(&self) -> bool {
+        self.config.embedding.provider == EmbeddingProvider::Http
+    }
+
+    /// The embedding API `[embedding]` configures, connected (its dimension
+    /// known).
+    pub async fn connect_api(&self) -> anyhow::Result<Arc<dyn Embedder>> {
+        Ok(embedder_from_config(&self.config.embedding, &self.model_dir).await?)
+    }
+
+    /// Opens (or creates) the stores for indexing, with the configured
+    /// embedder. With data already there the local model is loaded only
+    /// when something must be embedded.
+    pub async fn open_for_indexing(&self) -> anyhow::Result<(Stores, Arc<dyn Embedder>)> {
+        if self.uses_api() {
+            let api = self.connect_api().await?;
+            let stores = self.data_dir.open_for(api.model_id(), api.dimension())?;
+            return Ok((stores, api));
+        }
         Ok(match self.data_dir.meta()? {
             Some(meta) => {
                 let stores = self.data_dir.open_for(&self.model_id(), meta.dimension)?;

@@ -137,7 +137,7 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
     let ctx = Context::load(config_file, &store)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let (stores, embedder) = ctx.open_for_indexing()?;
+        let (stores, embedder) = ctx.open_for_indexing().await?;
         let indexer = Indexer::new(
             stores.clone(),
             embedder.clone(),

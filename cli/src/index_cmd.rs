@@ -52,7 +52,7 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
     let ctx = Context::load(config_file, &args.store)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let (stores, embedder) = ctx.open_for_indexing()?;
+        let (stores, embedder) = ctx.open_for_indexing().await?;
         let indexer = Indexer::new(
             stores,
             embedder,

@@ -75,8 +75,22 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         .collect::<anyhow::Result<Vec<_>>>()?;
     let ctx = Context::load(config_file, &args.store)?;
     let stores = ctx.data_dir.open_existing()?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let embedder: Option<Arc<dyn Embedder>> = match args.mode {
         SearchMode::Text => None,
+        _ if ctx.uses_api() => {
+            let api = runtime.block_on(ctx.connect_api())?;
+            if api.model_id() != stores.meta.model {
+                bail!(
+                    "{} was indexed with the model {}, but embedding.model is {}; \
+                     set it to the index's model or use --mode text",
+                    ctx.data_dir.path().display(),
+                    stores.meta.model,
+                    api.model_id()
+                );
+            }
+            Some(api)
+        }
         _ => {
             let model_id = ctx.model_id();
             if model_id != stores.meta.model {
@@ -114,7 +128,6 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         adjacency: None,
         rerank: reranker.is_some(),
     };
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let response = runtime.block_on(engine.search(&request))?;
     if args.json {
         let out = to_json(args, &response, reranker.as_deref());

