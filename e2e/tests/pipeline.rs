@@ -273,9 +273,8 @@ async fn crawl_chunk_embed_query_with_crashes_changes_and_poison() {
     // The catalog names the chunker that cut each document. A crawler
     // configured with other chunking settings publishes them all again; the
     // chunkers cut them by their own settings, as before.
-    let fingerprint = weft_chunking::Chunker::new(Default::default())
-        .unwrap()
-        .fingerprint();
+    let chunker = weft_chunking::Chunker::new(Default::default()).unwrap();
+    let fingerprint = chunker.fingerprint();
     let record = pipeline
         .catalog
         .document(&DocumentId::new(PROJECT, "docs/rate-limiter.md"))

@@ -31,12 +31,11 @@
 
 /// The version of what the chunkers cut from a given input. It goes up with
 /// every change that moves a chunk boundary or changes a chunk's fields for
-/// some input, so that indexes built by an older weft are cut again (see
-/// `weft_pipeline`'s index tag). 1: the first versioned chunker, with the
-/// TypeScript type-parameter and overload-signature rewrite.
+/// some input, so that indexes built by an older weft are cut again (it is
+/// part of [`Chunker::fingerprint`], which [`weft_core::index_tag`] records).
+/// 1: the first versioned chunker, with the TypeScript type-parameter and
+/// overload-signature rewrite.
 pub const CHUNKER_VERSION: u32 = 1;
-
-use sha2::{Digest, Sha256};
 
 mod code;
 mod config;
@@ -168,6 +167,7 @@ impl ChunkedDocument {
 pub struct Chunker {
     config: ChunkingConfig,
     api_reference: GlobSet,
+    fingerprint: String,
 }
 
 impl Chunker {
@@ -186,9 +186,17 @@ impl Chunker {
             key: "chunking.api_reference_paths".into(),
             message: e.to_string(),
         })?;
+        // serde_json writes a struct's fields in declaration order: the same
+        // settings always give the same text.
+        let settings = serde_json::to_string(&config).unwrap_or_default();
+        let fingerprint = format!(
+            "chunker-{CHUNKER_VERSION}-{}",
+            &weft_core::content_hash(&settings)[..12]
+        );
         Ok(Chunker {
             config,
             api_reference,
+            fingerprint,
         })
     }
 
@@ -201,10 +209,8 @@ impl Chunker {
     /// digits of a hash of its settings. Two chunkers with the same
     /// fingerprint cut every input the same way; indexes record it per
     /// document so that a changed setting or a newer weft re-cuts them.
-    pub fn fingerprint(&self) -> String {
-        let settings = serde_json::to_vec(&self.config).unwrap_or_default();
-        let digest = hex::encode(Sha256::digest(&settings));
-        format!("chunker-{CHUNKER_VERSION}-{}", &digest[..12])
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     /// What the file at `uri` is taken for.

@@ -108,10 +108,10 @@ pub struct DocumentRecord {
     pub content_hash: String,
     /// How many chunks it was stored as.
     pub chunk_count: u32,
-    /// What produced its chunks and vectors: the embedding model id and
-    /// embedding format, and where the chunker's identity is known (the
-    /// embedded pipeline) the chunker version and a hash of its settings. A
-    /// document whose tag is not the current one is indexed again.
+    /// What produced its chunks and vectors, as [`crate::index_tag`] writes
+    /// it: the embedder (model and what else changes its vectors), the
+    /// embedded-text format and the chunker's fingerprint. A document whose
+    /// tag is not the current one is indexed again.
     pub embedding: String,
     /// Which version of the document this is, where versions are ordered
     /// (the distributed pipeline: the document's sequence number in the

@@ -107,9 +107,9 @@ pub async fn run_queries(
 /// several settings over the same queries embeds each query once.
 pub struct CachingEmbedder {
     inner: Arc<dyn Embedder>,
-    /// Vectors by (is a query, text): a model may embed the same text
-    /// differently as a query.
-    cache: Mutex<HashMap<(bool, String), Vec<f32>>>,
+    /// Vectors of texts embedded as documents, and as queries: a model may
+    /// embed the same text differently as a query.
+    cache: Mutex<[HashMap<String, Vec<f32>>; 2]>,
 }
 
 impl CachingEmbedder {
@@ -117,20 +117,22 @@ impl CachingEmbedder {
     pub fn new(inner: Arc<dyn Embedder>) -> Self {
         Self {
             inner,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::default(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(bool, String), Vec<f32>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, [HashMap<String, Vec<f32>>; 2]> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// `texts` embedded as queries or as documents, each once.
     async fn cached(&self, texts: &[String], queries: bool) -> PortResult<Vec<Vec<f32>>> {
+        let role = usize::from(queries);
         let missing: Vec<String> = {
-            let cache = self.lock();
+            let cache = &self.lock()[role];
             let mut missing: Vec<String> = Vec::new();
             for text in texts {
-                if !cache.contains_key(&(queries, text.clone())) && !missing.contains(text) {
+                if !cache.contains_key(text) && !missing.contains(text) {
                     missing.push(text.clone());
                 }
             }
@@ -142,16 +144,16 @@ impl CachingEmbedder {
             } else {
                 self.inner.embed(&missing).await?
             };
-            let mut cache = self.lock();
+            let cache = &mut self.lock()[role];
             for (text, vector) in missing.into_iter().zip(vectors) {
-                cache.insert((queries, text), vector);
+                cache.insert(text, vector);
             }
         }
-        let cache = self.lock();
+        let cache = &self.lock()[role];
         texts
             .iter()
             .map(|t| {
-                cache.get(&(queries, t.clone())).cloned().ok_or_else(|| {
+                cache.get(t).cloned().ok_or_else(|| {
                     weft_core::ports::PortError::new(
                         "embedding cache",
                         format!("the model returned no vector for {t:?}"),

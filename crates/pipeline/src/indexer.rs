@@ -151,7 +151,7 @@ impl Indexer {
     /// leaves chunks cut the old way beside chunks cut the new way.
     fn index_tag(&self) -> String {
         let embedder = crate::embedder_tag(&self.config.embedding, self.embedder.model_id());
-        index_tag(&embedder, &self.chunker.fingerprint())
+        index_tag(&embedder, self.chunker.fingerprint())
     }
 
     /// Indexes `spec`: new and changed documents are chunked, embedded and

@@ -64,7 +64,7 @@ impl ChunkerHandler {
             uri: document.uri.clone(),
             content_hash: document.content_hash.clone(),
             version: sequence,
-            chunker: self.chunker.fingerprint(),
+            chunker: self.chunker.fingerprint().to_owned(),
             part: 1,
             parts: 1,
             ..Default::default()

@@ -199,7 +199,8 @@ impl Crawler {
         let selection = DirSelection::new(&config.sources).map_err(CrawlError::Config)?;
         let chunker = weft_chunking::Chunker::new(config.chunking.clone())
             .map_err(|e| CrawlError::Config(format!("{}: {}", e.key, e.message)))?
-            .fingerprint();
+            .fingerprint()
+            .to_owned();
         Ok(Self {
             jet,
             catalog,

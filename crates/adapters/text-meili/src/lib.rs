@@ -105,15 +105,11 @@ fn identifier_words(text: &str) -> String {
 
 impl MeiliChunk {
     fn of(chunk: &Chunk) -> Self {
+        let readable = chunk.readable_content();
         Self {
             id: chunk.id().to_string(),
-            search_text: format!(
-                "{}\n{}\n{}",
-                chunk.uri,
-                chunk.section,
-                chunk.readable_content()
-            ),
-            identifier_words: identifier_words(&chunk.readable_content()),
+            search_text: format!("{}\n{}\n{readable}", chunk.uri, chunk.section),
+            identifier_words: identifier_words(&readable),
             path_scopes: path_scopes(&chunk.uri),
             chunk: chunk.clone(),
         }
