@@ -1,18 +1,16 @@
-//! What every index/search/status command needs: configuration, the data
-//! directory and the embedding model, resolved flag → environment → weft.toml
-//! → default.
+//! What every command needs: the configuration and where the data and the
+//! model are (flag → environment → weft.toml → default), and the stores and
+//! engine built from them by `weft_pipeline::wiring` — the same wiring the
+//! services use — with the command line's hints added to its errors.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use clap::Args;
-use weft_config::{EmbeddingProvider, WeftConfig};
+use weft_config::WeftConfig;
 use weft_core::ports::Embedder;
-use weft_embed_candle::LocalEmbedder;
-use weft_pipeline::{
-    DataDir, LazyEmbedder, Stores, default_data_dir, default_model_dir, embedder_from_config,
-};
+use weft_pipeline::wiring::{self, Load, QueryEmbedder, QueryStack};
+use weft_pipeline::{DataDir, DataDirError, Locations, Stores, WiringError};
 
 /// Where the index and the model are.
 #[derive(Debug, Clone, Args)]
@@ -32,81 +30,81 @@ pub struct StoreArgs {
 /// Resolved settings.
 pub struct Context {
     pub config: WeftConfig,
-    pub data_dir: DataDir,
-    pub model_dir: PathBuf,
+    pub locations: Locations,
 }
 
 impl Context {
     pub fn load(config_file: Option<&Path>, args: &StoreArgs) -> anyhow::Result<Self> {
         let config = weft_config::load(config_file)?.config;
-        let data_dir = args
-            .data_dir
-            .clone()
-            .or_else(|| config.data.dir.clone())
-            .unwrap_or_else(default_data_dir);
-        let model_dir = args
-            .model_dir
-            .clone()
-            .or_else(|| config.embedding.model_dir.clone())
-            .unwrap_or_else(default_model_dir);
-        Ok(Self {
-            config,
-            data_dir: DataDir::new(data_dir),
-            model_dir,
-        })
+        let locations = Locations::resolve(&config, args.data_dir.clone(), args.model_dir.clone());
+        Ok(Self { config, locations })
     }
 
-    /// The model's id: its directory's name.
-    pub fn model_id(&self) -> String {
-        LocalEmbedder::model_id_of(&self.model_dir)
+    /// The data directory.
+    pub fn data_dir(&self) -> DataDir {
+        self.locations.data()
     }
 
-    /// Loads the model now.
-    pub fn load_model(&self) -> anyhow::Result<Arc<dyn Embedder>> {
-        let model = LocalEmbedder::load(&self.model_dir, self.config.embedding.max_tokens)
-            .with_context(|| "cannot load the embedding model")?;
-        Ok(Arc::new(model))
-    }
-
-    /// Whether embeddings come from an API (`embedding.provider = "http"`)
-    /// rather than the local model.
-    pub fn uses_api(&self) -> bool {
-        self.config.embedding.provider == EmbeddingProvider::Http
-    }
-
-    /// The embedding API `[embedding]` configures, connected (its dimension
-    /// known).
-    pub async fn connect_api(&self) -> anyhow::Result<Arc<dyn Embedder>> {
-        Ok(embedder_from_config(&self.config.embedding, &self.model_dir).await?)
-    }
-
-    /// Opens (or creates) the stores for indexing, with the configured
-    /// embedder. With data already there the local model is loaded only
-    /// when something must be embedded.
+    /// Opens (or creates) the stores for indexing — the indexes `[stores]`
+    /// configures and the catalog in the data directory — with the
+    /// configured embedder. With data already there the local model is
+    /// loaded only when something must be embedded.
     pub async fn open_for_indexing(&self) -> anyhow::Result<(Stores, Arc<dyn Embedder>)> {
-        if self.uses_api() {
-            let api = self.connect_api().await?;
-            let stores = self.data_dir.open_for(api.model_id(), api.dimension())?;
-            return Ok((stores, api));
-        }
-        Ok(match self.data_dir.meta()? {
-            Some(meta) => {
-                let stores = self.data_dir.open_for(&self.model_id(), meta.dimension)?;
-                let (dir, max_tokens) = (self.model_dir.clone(), self.config.embedding.max_tokens);
-                let lazy = LazyEmbedder::new(self.model_id(), meta.dimension, move || {
-                    LocalEmbedder::load(&dir, max_tokens)
-                        .map(|m| Arc::new(m) as Arc<dyn Embedder>)
-                        .map_err(|e| e.to_string())
-                });
-                (stores, Arc::new(lazy))
+        let catalog = Arc::new(self.data_dir().open_catalog()?);
+        let (stores, embedder, _) =
+            wiring::open_for_writing(&self.config, &self.locations, catalog, Load::WhenNeeded)
+                .await
+                .map_err(|e| self.hint(e, false))?;
+        Ok((stores, embedder))
+    }
+
+    /// The query engine over the indexes `[stores]` configures.
+    pub async fn open_query(&self, need: QueryEmbedder) -> anyhow::Result<QueryStack> {
+        wiring::open_query(&self.config, &self.locations, need)
+            .await
+            .map_err(|e| self.hint(e, true))
+    }
+
+    /// Adds what to do on the command line to an error of the wiring.
+    fn hint(&self, error: WiringError, searching: bool) -> anyhow::Error {
+        let hint = match &error {
+            WiringError::DataDir(DataDirError::Empty(_)) => {
+                "run `weft index PATH` first, or pass --data-dir".to_owned()
             }
-            None => {
-                let model = self.load_model()?;
-                let stores = self
-                    .data_dir
-                    .open_for(model.model_id(), model.dimension())?;
-                (stores, model)
+            WiringError::ModelMismatch { indexed, .. } => {
+                let text = if searching {
+                    ", or use --mode text"
+                } else {
+                    ""
+                };
+                format!(
+                    "pass --model-dir for {indexed}, or use another --data-dir{text} \
+                     (the model in {} is not the index's)",
+                    self.locations.model_dir.display()
+                )
             }
-        })
+            _ => return error.into(),
+        };
+        anyhow::Error::new(Hinted { error, hint })
+    }
+}
+
+/// An error with what to do about it on the command line: one line,
+/// `error; hint`, keeping the error's causes.
+#[derive(Debug)]
+struct Hinted {
+    error: WiringError,
+    hint: String,
+}
+
+impl std::fmt::Display for Hinted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; {}", self.error, self.hint)
+    }
+}
+
+impl std::error::Error for Hinted {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
     }
 }

@@ -13,7 +13,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use weft_core::ports::Embedder;
-use weft_core::query::{QueryEngine, SearchMode};
+use weft_core::query::SearchMode;
 use weft_eval::{Aggregate, ContextStats, Report, RunOptions, Variant};
 use weft_pipeline::sources::SourceSpec;
 use weft_pipeline::{IndexOptions, Indexer};
@@ -141,8 +141,8 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
         let indexer = Indexer::new(
             stores.clone(),
             embedder.clone(),
-            ctx.config.clone(),
-            ctx.data_dir.sources_dir(),
+            &ctx.config,
+            ctx.data_dir().sources_dir(),
         )?;
         let mut index_runs = Vec::new();
         for (_, project, root, _) in &corpora {
@@ -157,7 +157,7 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
                 .await
                 .with_context(|| format!("indexing {}", root.display()))?;
             if !args.json {
-                crate::index_cmd::print_summary(&summary, ctx.data_dir.path())?;
+                crate::index_cmd::print_summary(&summary, &ctx.locations.data_dir)?;
             }
             index_runs.push(summary);
         }
@@ -166,13 +166,12 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
             SearchMode::Text => None,
             _ => Some(embedder),
         };
-        let engine = QueryEngine::new(
+        let engine = weft_pipeline::wiring::query_engine(
+            &ctx.config,
             stores.vectors.clone(),
             stores.text.clone(),
             query_embedder,
-            weft_query::reranker_from_config(&ctx.config.rerank)?,
-            ctx.config.retrieval.clone(),
-        );
+        )?;
         let mut outcomes = Vec::new();
         for (name, project, _, queries) in &corpora {
             let bar = query_bar(name, queries.len());
@@ -199,7 +198,7 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
                 "mode": args.mode,
                 "expansion": if args.no_expand { "off" } else { "off and on" },
                 "limit": LIMIT,
-                "data_dir": ctx.data_dir.path(),
+                "data_dir": ctx.locations.data_dir,
                 "retrieval": ctx.config.retrieval,
                 "index": index_runs,
                 "corpora": report.corpora,

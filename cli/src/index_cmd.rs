@@ -53,12 +53,7 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let (stores, embedder) = ctx.open_for_indexing().await?;
-        let indexer = Indexer::new(
-            stores,
-            embedder,
-            ctx.config.clone(),
-            ctx.data_dir.sources_dir(),
-        )?;
+        let indexer = Indexer::new(stores, embedder, &ctx.config, ctx.data_dir().sources_dir())?;
         let mut summaries = Vec::new();
         let mut failed = Vec::new();
         for spec in &specs {
@@ -70,22 +65,21 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
             match indexer.index(spec, &options).await {
                 Ok(summary) => {
                     if !args.json {
-                        print_summary(&summary, ctx.data_dir.path())?;
+                        print_summary(&summary, &ctx.locations.data_dir)?;
                     }
                     summaries.push(summary);
                 }
                 Err(e) => {
                     options.progress.finish_and_clear();
-                    eprintln!("weft: {}: {e}", spec.display());
-                    failed.push(
-                        serde_json::json!({"source": spec.display(), "error": e.to_string()}),
-                    );
+                    let error = format!("{:#}", anyhow::Error::from(e));
+                    eprintln!("weft: {}: {error}", spec.display());
+                    failed.push(serde_json::json!({"source": spec.display(), "error": error}));
                 }
             }
         }
         if args.json {
             let out = serde_json::json!({
-                "data_dir": ctx.data_dir.path(),
+                "data_dir": ctx.locations.data_dir,
                 "runs": summaries,
                 "failed": failed,
             });

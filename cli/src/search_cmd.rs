@@ -3,15 +3,14 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::{Value, json};
 use weft_core::ContentType;
-use weft_core::ports::{Embedder, Reranker};
-use weft_core::query::{QueryEngine, SearchMode, SearchRequest, SearchResponse};
+use weft_core::query::{SearchMode, SearchRequest, SearchResponse};
 use weft_core::retrieval::SearchFilter;
+use weft_pipeline::wiring::QueryEmbedder;
 
 use crate::context::{Context, StoreArgs};
 
@@ -74,46 +73,13 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let ctx = Context::load(config_file, &args.store)?;
-    let stores = ctx.data_dir.open_existing()?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let embedder: Option<Arc<dyn Embedder>> = match args.mode {
-        SearchMode::Text => None,
-        _ if ctx.uses_api() => {
-            let api = runtime.block_on(ctx.connect_api())?;
-            if api.model_id() != stores.meta.model {
-                bail!(
-                    "{} was indexed with the model {}, but embedding.model is {}; \
-                     set it to the index's model or use --mode text",
-                    ctx.data_dir.path().display(),
-                    stores.meta.model,
-                    api.model_id()
-                );
-            }
-            Some(api)
-        }
-        _ => {
-            let model_id = ctx.model_id();
-            if model_id != stores.meta.model {
-                bail!(
-                    "{} was indexed with the model {}, but the model in {} is {model_id}; \
-                     pass --model-dir for {} or use --mode text",
-                    ctx.data_dir.path().display(),
-                    stores.meta.model,
-                    ctx.model_dir.display(),
-                    stores.meta.model
-                );
-            }
-            Some(ctx.load_model()?)
-        }
+    let need = match args.mode {
+        SearchMode::Text => QueryEmbedder::NotNeeded,
+        _ => QueryEmbedder::Needed,
     };
-    let reranker = weft_query::reranker_from_config(&ctx.config.rerank)?;
-    let engine = QueryEngine::new(
-        stores.vectors.clone(),
-        stores.text.clone(),
-        embedder,
-        reranker.clone(),
-        ctx.config.retrieval.clone(),
-    );
+    let stack = runtime.block_on(ctx.open_query(need))?;
+    let engine = stack.engine;
     let request = SearchRequest {
         query: args.query.clone(),
         filter: SearchFilter {
@@ -126,11 +92,11 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         mode: args.mode,
         expand: !args.no_expand,
         adjacency: None,
-        rerank: reranker.is_some(),
+        rerank: engine.has_reranker(),
     };
     let response = runtime.block_on(engine.search(&request))?;
     if args.json {
-        let out = to_json(args, &response, reranker.as_deref());
+        let out = to_json(args, &response, engine.reranker_name());
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_text(args, &response)?;
@@ -140,7 +106,7 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
 
 /// DESIGN §7: results[] → spans[] → chunks[] (chunk fields plus matched,
 /// score, and under --explain the components).
-fn to_json(args: &SearchArgs, response: &SearchResponse, reranker: Option<&dyn Reranker>) -> Value {
+fn to_json(args: &SearchArgs, response: &SearchResponse, reranker: Option<&str>) -> Value {
     let results: Vec<Value> = response
         .results
         .iter()
@@ -198,7 +164,7 @@ fn to_json(args: &SearchArgs, response: &SearchResponse, reranker: Option<&dyn R
         "query": args.query,
         "mode": args.mode,
         "expand": !args.no_expand,
-        "reranker": reranker.map(|r| r.name().to_owned()),
+        "reranker": reranker,
         "cached_embedding": response.cached_embedding,
         "neighbours_requested": response.neighbours_requested,
         "timings": response.timings,

@@ -28,16 +28,15 @@ pub fn run(config_file: Option<&std::path::Path>, args: &ServeArgs) -> anyhow::R
             let bound = weft_telemetry::serve_metrics(addr).await?;
             eprintln!("metrics on http://{bound}/metrics");
         }
-        weft_query::run(
+        weft_server::run(
             &ctx.config,
-            ctx.data_dir.path(),
-            &ctx.model_dir,
+            &ctx.locations,
             &listen,
             |addr| {
                 println!("listening on {addr}");
                 eprintln!(
                     "serving weft.v1.QueryService over {} (Ctrl-C stops)",
-                    ctx.data_dir.path().display()
+                    ctx.locations.data_dir.display()
                 );
             },
             weft_telemetry::shutdown_signal(),

@@ -8,6 +8,9 @@ use anyhow::Context as _;
 use clap::Args;
 use serde_json::json;
 
+use weft_core::ports::Catalog;
+use weft_pipeline::wiring::QueryEmbedder;
+
 use crate::context::{Context, StoreArgs};
 
 /// Arguments of `weft status`.
@@ -23,12 +26,13 @@ pub struct StatusArgs {
 
 pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let ctx = Context::load(config_file, &args.store)?;
-    let stores = ctx.data_dir.open_existing()?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let stores = runtime.block_on(ctx.open_query(QueryEmbedder::NotNeeded))?;
+    let catalog: Box<dyn Catalog> = Box::new(ctx.data_dir().open_catalog()?);
     let (projects, documents, vector_chunks, text_chunks) = runtime.block_on(async {
         anyhow::Ok((
-            stores.catalog.projects().await?,
-            stores.catalog.documents(None).await?,
+            catalog.projects().await?,
+            catalog.documents(None).await?,
             stores.vectors.count().await?,
             stores.text.count().await?,
         ))
@@ -46,13 +50,14 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
             })
         })
         .collect();
-    let disk_bytes = dir_size(ctx.data_dir.path());
-    let model_present = ctx.model_dir.join("model.safetensors").exists();
+    let disk_bytes = dir_size(&ctx.locations.data_dir);
+    let model_present = ctx.locations.model_dir.join("model.safetensors").exists();
     let out = json!({
-        "data_dir": ctx.data_dir.path(),
-        "model": stores.meta.model,
-        "dimension": stores.meta.dimension,
-        "model_dir": ctx.model_dir,
+        "data_dir": ctx.locations.data_dir,
+        "stores": stores.description,
+        "model": stores.model,
+        "dimension": stores.dimension,
+        "model_dir": ctx.locations.model_dir,
         "model_present": model_present,
         "projects": per_project,
         "documents": documents.len(),
@@ -67,20 +72,21 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
     writeln!(
         o,
         "data directory  {} ({:.1} MiB)",
-        ctx.data_dir.path().display(),
+        ctx.locations.data_dir.display(),
         disk_bytes as f64 / 1048576.0
     )?;
+    writeln!(o, "stores          {}", stores.description)?;
     writeln!(
         o,
         "model           {} ({} dimensions){}",
-        stores.meta.model,
-        stores.meta.dimension,
+        stores.model,
+        stores.dimension,
         if model_present {
             String::new()
         } else {
             format!(
                 "; not found in {} (text search only)",
-                ctx.model_dir.display()
+                ctx.locations.model_dir.display()
             )
         }
     )?;

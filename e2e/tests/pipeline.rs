@@ -282,7 +282,7 @@ async fn crawl_chunk_embed_query_with_crashes_changes_and_poison() {
         .unwrap()
         .expect("rate-limiter.md is catalogued");
     assert!(
-        record.embedding.ends_with(&format!("/{fingerprint}")),
+        record.identity.chunker == fingerprint,
         "{record:?} names the chunker {fingerprint}"
     );
     let other_settings = with(&[("WEFT__CHUNKING__CODE__MAX_CHARS", "900")]);

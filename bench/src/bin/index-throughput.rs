@@ -121,7 +121,7 @@ fn main() -> anyhow::Result<()> {
     };
     let stores = data_dir.open_for(embedder.model_id(), embedder.dimension())?;
     let runtime = tokio::runtime::Runtime::new()?;
-    let indexer = Indexer::new(stores, embedder, config, data_dir.sources_dir())?;
+    let indexer = Indexer::new(stores, embedder, &config, data_dir.sources_dir())?;
     let spec = SourceSpec::Dir(args.dir.clone());
     let mut phases = Vec::new();
     for name in ["index", "re-index, unchanged"] {

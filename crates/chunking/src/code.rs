@@ -16,10 +16,10 @@ use std::collections::HashMap;
 
 use tree_sitter::{Node, Parser, Tree};
 
-use crate::config::CodeConfig;
 use crate::languages::{CodeLanguage, LanguageSpec};
 use crate::span::{Measure, Piece, greedy_cuts, number_parts, skip_ws, split_by_size, trim_end};
 use crate::typescript;
+use weft_config::CodeConfig;
 
 /// How deep classes may nest before the rest is split by size alone.
 const MAX_DEPTH: usize = 24;

@@ -38,7 +38,6 @@
 pub const CHUNKER_VERSION: u32 = 1;
 
 mod code;
-mod config;
 mod detect;
 pub mod html;
 mod languages;
@@ -51,11 +50,11 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use weft_core::{Chunk, DocumentId};
 
 pub use code::parse;
-pub use config::{
-    ChunkingConfig, CodeConfig, InvalidSetting, LinesConfig, MarkdownConfig, TextConfig,
-};
 pub use detect::{FileKind, Strategy};
 pub use languages::CodeLanguage;
+pub use weft_config::{
+    ChunkingConfig, CodeConfig, InvalidSetting, LinesConfig, MarkdownConfig, TextConfig,
+};
 
 use span::{DocumentMeta, Piece};
 
@@ -245,6 +244,28 @@ impl Chunker {
             offset: e.valid_up_to(),
         })?;
         Ok(self.chunk_text(project, uri, text))
+    }
+
+    /// Chunks a document as the pipeline receives it: a fetched page when
+    /// `media_type` names a page kind ([`page_kind`]: HTML, markdown, plain
+    /// text) and its bytes are UTF-8, else a file judged by its `uri` and
+    /// bytes ([`Chunker::chunk_bytes`]: binary, non-UTF-8 and oversize
+    /// files are refused with a reason). `weft index` and the distributed
+    /// chunker both cut documents through here.
+    pub fn chunk_document(
+        &self,
+        project: &str,
+        uri: &str,
+        media_type: &str,
+        bytes: &[u8],
+    ) -> Result<ChunkedDocument, ChunkError> {
+        if let Some(kind) = page_kind(media_type)
+            && bytes.len() as u64 <= self.config.max_file_bytes
+            && let Ok(text) = std::str::from_utf8(bytes)
+        {
+            return Ok(self.chunk_page(project, uri, kind, text));
+        }
+        self.chunk_bytes(project, uri, bytes)
     }
 
     /// Chunks a fetched web page (or any document whose kind a media type

@@ -4,8 +4,8 @@
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-use crate::config::MarkdownConfig;
 use crate::span::{Measure, Piece, greedy_cuts, number_parts, skip_ws, split_by_size, trim_end};
+use weft_config::MarkdownConfig;
 
 /// What the markdown chunker found and made.
 pub(crate) struct MarkdownOutcome {

@@ -1,8 +1,8 @@
 //! Plain text (paragraphs merged to a target size, with overlap) and the
 //! line-window fallback for everything else.
 
-use crate::config::{LinesConfig, TextConfig};
 use crate::span::{Measure, Piece, skip_ws, split_by_size, trim_end};
+use weft_config::{LinesConfig, TextConfig};
 
 /// Paragraphs (separated by blank lines) merged up to `target_chars`; each
 /// chunk after the first starts about `overlap_chars` before the previous one

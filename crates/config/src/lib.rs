@@ -25,7 +25,11 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use weft_chunking::{ChunkingConfig, InvalidSetting};
+mod chunking;
+
+pub use chunking::{
+    ChunkingConfig, CodeConfig, InvalidSetting, LinesConfig, MarkdownConfig, TextConfig,
+};
 
 /// The file looked for in the current directory when none is given.
 pub const DEFAULT_FILE: &str = "weft.toml";

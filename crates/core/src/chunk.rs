@@ -13,17 +13,115 @@ use crate::ids::{ChunkId, DocumentId};
 /// [`Chunk::embedding_text`]). A change of this string re-embeds everything.
 pub const EMBEDDING_FORMAT: &str = "weft-ctx-v3";
 
-/// The string the catalog records per document for what produced its chunks
-/// and vectors: `{embedder}/{EMBEDDING_FORMAT}/{chunker fingerprint}`, or
-/// without the last part when the chunker is not known. `embedder` names the
-/// model and whatever else changes its vectors (`weft_pipeline::embedder_tag`). The embedded
-/// pipeline and the distributed embedder both write it; a document whose
-/// tag is not the current one is indexed again.
-pub fn index_tag(embedder: &str, chunker_fingerprint: &str) -> String {
-    if chunker_fingerprint.is_empty() {
-        format!("{embedder}/{EMBEDDING_FORMAT}")
-    } else {
-        format!("{embedder}/{EMBEDDING_FORMAT}/{chunker_fingerprint}")
+/// What produced a document's chunks and vectors, as the catalog records it
+/// per document: the embedder (the model and whatever else changes its
+/// vectors, e.g. `all-MiniLM-L6-v2@256`), the embedded-text format
+/// ([`EMBEDDING_FORMAT`]) and the chunker's fingerprint
+/// (`weft_chunking::Chunker::fingerprint`). Compared field by field: a
+/// document recorded with another identity is cut or embedded again.
+///
+/// Stored as one string, `{embedder}/{format}/{chunker}` (see
+/// [`IndexIdentity::tag`]), which is what older catalogs hold too.
+///
+/// ```
+/// use weft_core::IndexIdentity;
+///
+/// let id = IndexIdentity::new("http:BAAI/bge-small", "chunker-1-abc");
+/// let parsed: IndexIdentity = id.tag().parse().unwrap();
+/// assert_eq!(parsed, id);
+/// assert!(parsed.same_chunking(&IndexIdentity::new("other-model", "chunker-1-abc")));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct IndexIdentity {
+    /// The embedder: model id and what else changes its vectors.
+    pub embedder: String,
+    /// The embedded-text format ([`EMBEDDING_FORMAT`] when written now).
+    pub format: String,
+    /// The chunker's fingerprint (version and settings); empty when unknown.
+    pub chunker: String,
+}
+
+impl IndexIdentity {
+    /// The identity of chunks cut by `chunker` and embedded now by `embedder`.
+    pub fn new(embedder: impl Into<String>, chunker: impl Into<String>) -> Self {
+        Self {
+            embedder: embedder.into(),
+            format: EMBEDDING_FORMAT.to_owned(),
+            chunker: chunker.into(),
+        }
+    }
+
+    /// Whether chunks of `other` were cut the same way and would be
+    /// embedded from the same text (same chunker and format), whatever
+    /// embedded them.
+    pub fn same_chunking(&self, other: &IndexIdentity) -> bool {
+        self.chunker == other.chunker && self.format == other.format
+    }
+
+    /// The stored form: `{embedder}/{format}/{chunker}` (without the last
+    /// part when the chunker is unknown).
+    pub fn tag(&self) -> String {
+        if self.chunker.is_empty() {
+            format!("{}/{}", self.embedder, self.format)
+        } else {
+            format!("{}/{}/{}", self.embedder, self.format, self.chunker)
+        }
+    }
+}
+
+impl fmt::Display for IndexIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.tag())
+    }
+}
+
+/// A stored identity that is not `{embedder}/weft-ctx-…[/chunker-…]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not an index identity ({{embedder}}/weft-ctx-…/chunker-…)")]
+pub struct ParseIdentityError(pub String);
+
+impl FromStr for IndexIdentity {
+    type Err = ParseIdentityError;
+
+    /// Parses [`IndexIdentity::tag`]. The embedder may itself hold `/`
+    /// (`http:BAAI/bge-small`): the format is found as the last
+    /// `/weft-ctx-` part.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let error = || ParseIdentityError(s.to_owned());
+        let at = s.rfind("/weft-ctx-").ok_or_else(error)?;
+        let (embedder, rest) = (&s[..at], &s[at + 1..]);
+        let (format, chunker) = match rest.split_once('/') {
+            Some((format, chunker)) => (format, chunker),
+            None => (rest, ""),
+        };
+        if embedder.is_empty() || chunker.contains('/') {
+            return Err(error());
+        }
+        Ok(Self {
+            embedder: embedder.to_owned(),
+            format: format.to_owned(),
+            chunker: chunker.to_owned(),
+        })
+    }
+}
+
+impl Serialize for IndexIdentity {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.tag())
+    }
+}
+
+impl<'de> Deserialize<'de> for IndexIdentity {
+    /// A stored string that does not parse becomes an identity that equals
+    /// no current one (its whole text as the embedder), so the document is
+    /// simply indexed again.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(text.parse().unwrap_or(IndexIdentity {
+            embedder: text,
+            format: String::new(),
+            chunker: String::new(),
+        }))
     }
 }
 
@@ -75,9 +173,10 @@ impl FromStr for ContentType {
     }
 }
 
-/// The hex sha256 of a chunk's content: what decides whether it is re-embedded.
-pub fn content_hash(content: &str) -> String {
-    hex::encode(Sha256::digest(content.as_bytes()))
+/// The hex sha256 of some content: a chunk's (what decides whether it is
+/// re-embedded) or a whole document's (what decides whether it is re-indexed).
+pub fn content_hash(content: impl AsRef<[u8]>) -> String {
+    hex::encode(Sha256::digest(content.as_ref()))
 }
 
 /// One chunk of a document, with every field of DESIGN §3.

@@ -28,7 +28,7 @@ pub mod query;
 pub mod retrieval;
 
 pub use chunk::{
-    Chunk, ContentType, EMBEDDING_FORMAT, ParseContentTypeError, content_hash, index_tag,
-    split_camel_case,
+    Chunk, ContentType, EMBEDDING_FORMAT, IndexIdentity, ParseContentTypeError, ParseIdentityError,
+    content_hash, split_camel_case,
 };
 pub use ids::{ChunkId, DocumentId, canonical_uri};

@@ -8,7 +8,7 @@
 use async_trait::async_trait;
 
 use crate::retrieval::{ScoredChunk, SearchFilter};
-use crate::{Chunk, ChunkId, DocumentId};
+use crate::{Chunk, ChunkId, DocumentId, IndexIdentity};
 
 /// An error from an adapter behind a port: which component failed and why.
 #[derive(Debug, thiserror::Error)]
@@ -108,11 +108,12 @@ pub struct DocumentRecord {
     pub content_hash: String,
     /// How many chunks it was stored as.
     pub chunk_count: u32,
-    /// What produced its chunks and vectors, as [`crate::index_tag`] writes
-    /// it: the embedder (model and what else changes its vectors), the
-    /// embedded-text format and the chunker's fingerprint. A document whose
-    /// tag is not the current one is indexed again.
-    pub embedding: String,
+    /// What produced its chunks and vectors: the embedder, the
+    /// embedded-text format and the chunker. A document recorded with
+    /// another identity than the current one is indexed again. Stored under
+    /// the name `embedding` as [`IndexIdentity::tag`].
+    #[serde(rename = "embedding")]
+    pub identity: IndexIdentity,
     /// Which version of the document this is, where versions are ordered
     /// (the distributed pipeline: the document's sequence number in the
     /// documents stream); 0 when unknown. An older version never replaces

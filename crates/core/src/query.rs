@@ -132,6 +132,11 @@ impl QueryEngine {
         self.reranker.is_some()
     }
 
+    /// The reranker's name, if the engine has one.
+    pub fn reranker_name(&self) -> Option<&str> {
+        self.reranker.as_deref().map(|r| r.name())
+    }
+
     /// Answers `request`.
     pub async fn search(&self, request: &SearchRequest) -> Result<SearchResponse, QueryError> {
         let started = Instant::now();

@@ -1,30 +1,51 @@
 //! The embedder chosen by `[embedding]`: the local model or an HTTP API.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use weft_config::{EmbeddingConfig, EmbeddingProvider};
-use weft_core::ports::Embedder;
+use weft_core::ports::{Embedder, PortError, PortResult};
 
 /// Why the embedder could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedderSetupError {
     /// The local model could not be loaded.
-    #[error("cannot load the embedding model from {dir}: {message}")]
+    #[error("cannot load the embedding model from {dir}: {source}")]
     Model {
         /// The model directory.
         dir: std::path::PathBuf,
         /// What went wrong.
-        message: String,
+        #[source]
+        source: weft_embed_candle::LoadError,
+    },
+    /// Loading the model was cut short (its thread panicked or was cancelled).
+    #[error("loading the embedding model from {dir} stopped: {source}")]
+    Interrupted {
+        /// The model directory.
+        dir: std::path::PathBuf,
+        /// What stopped it.
+        #[source]
+        source: tokio::task::JoinError,
+    },
+    /// A setting the API needs is missing.
+    #[error("{key} is required when embedding.provider is http")]
+    Missing {
+        /// The setting.
+        key: &'static str,
+    },
+    /// The variable that should hold the API key is not set.
+    #[error("embedding.api_key_env: the environment variable {variable} is not set")]
+    MissingKey {
+        /// The variable's name.
+        variable: String,
     },
     /// The API is unusable (unreachable, rejects the key, bad settings).
-    #[error("embedding API ({key}): {message}")]
+    #[error("embedding API at embedding.url: {source}")]
     Api {
-        /// The setting to look at.
-        key: &'static str,
         /// What went wrong.
-        message: String,
+        #[source]
+        source: weft_embed_http::EmbedApiError,
     },
 }
 
@@ -61,28 +82,28 @@ pub async fn embedder_from_config(
                 weft_embed_candle::LocalEmbedder::load(&dir, max_tokens)
             })
             .await
-            .map_err(|e| EmbedderSetupError::Model {
+            .map_err(|source| EmbedderSetupError::Interrupted {
                 dir: model_dir.to_owned(),
-                message: e.to_string(),
+                source,
             })?
-            .map_err(|e| EmbedderSetupError::Model {
+            .map_err(|source| EmbedderSetupError::Model {
                 dir: model_dir.to_owned(),
-                message: e.to_string(),
+                source,
             })?;
             Ok(Arc::new(model))
         }
         EmbeddingProvider::Http => {
-            let missing = |key| EmbedderSetupError::Api {
-                key,
-                message: "is required when embedding.provider is http".into(),
-            };
+            let missing = |key| EmbedderSetupError::Missing { key };
             let url = config.url.clone().ok_or(missing("embedding.url"))?;
             let model = config.model.clone().ok_or(missing("embedding.model"))?;
             let api_key = match &config.api_key_env {
-                Some(var) => Some(std::env::var(var).map_err(|_| EmbedderSetupError::Api {
-                    key: "embedding.api_key_env",
-                    message: format!("the environment variable {var} is not set"),
-                })?),
+                Some(var) => {
+                    Some(
+                        std::env::var(var).map_err(|_| EmbedderSetupError::MissingKey {
+                            variable: var.clone(),
+                        })?,
+                    )
+                }
                 None => None,
             };
             let options = weft_embed_http::HttpEmbedderOptions {
@@ -100,12 +121,90 @@ pub async fn embedder_from_config(
             };
             let embedder = weft_embed_http::HttpEmbedder::connect(options)
                 .await
-                .map_err(|e| EmbedderSetupError::Api {
-                    key: "embedding.url",
-                    message: e.to_string(),
-                })?;
+                .map_err(|source| EmbedderSetupError::Api { source })?;
             Ok(Arc::new(embedder))
         }
+    }
+}
+
+type Loader = dyn Fn() -> Result<Arc<dyn Embedder>, String> + Send + Sync;
+
+/// An embedder loaded on first use, so that a run with nothing to embed
+/// never reads the model.
+pub struct LazyEmbedder {
+    model_id: String,
+    dimension: usize,
+    loader: Box<Loader>,
+    loaded: OnceLock<Result<Arc<dyn Embedder>, String>>,
+}
+
+impl LazyEmbedder {
+    /// An embedder for `model_id` of `dimension`, loaded by `loader` when
+    /// first asked to embed.
+    pub fn new(
+        model_id: impl Into<String>,
+        dimension: usize,
+        loader: impl Fn() -> Result<Arc<dyn Embedder>, String> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            model_id: model_id.into(),
+            dimension,
+            loader: Box::new(loader),
+            loaded: OnceLock::new(),
+        }
+    }
+
+    /// An embedder that is already loaded.
+    pub fn loaded(embedder: Arc<dyn Embedder>) -> Self {
+        let (model_id, dimension) = (embedder.model_id().to_owned(), embedder.dimension());
+        let me = Self::new(model_id, dimension, || Err("unreachable".into()));
+        let _ = me.loaded.set(Ok(embedder));
+        me
+    }
+
+    /// Whether the model has been loaded.
+    pub fn is_loaded(&self) -> bool {
+        matches!(self.loaded.get(), Some(Ok(_)))
+    }
+
+    fn get(&self) -> PortResult<Arc<dyn Embedder>> {
+        self.loaded
+            .get_or_init(|| (self.loader)())
+            .clone()
+            .map_err(|e| PortError::new("embedding model", e))
+    }
+
+    /// The loaded model, once its dimension is known to be the index's.
+    fn checked(&self) -> PortResult<Arc<dyn Embedder>> {
+        let embedder = self.get()?;
+        if embedder.dimension() != self.dimension {
+            return Err(PortError::new(
+                "embedding model",
+                format!(
+                    "{} makes {}-dimensional vectors, the index holds {}",
+                    embedder.model_id(),
+                    embedder.dimension(),
+                    self.dimension
+                ),
+            ));
+        }
+        Ok(embedder)
+    }
+}
+
+#[async_trait::async_trait]
+impl Embedder for LazyEmbedder {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    async fn embed(&self, texts: &[String]) -> PortResult<Vec<Vec<f32>>> {
+        self.checked()?.embed(texts).await
+    }
+    async fn embed_queries(&self, queries: &[String]) -> PortResult<Vec<Vec<f32>>> {
+        self.checked()?.embed_queries(queries).await
     }
 }
 

@@ -205,13 +205,15 @@ async fn index_search_expand_and_reindex_incrementally() {
     drop(engine);
     drop(stores);
 
-    // Second run over the unchanged tree: nothing embedded, the model never loaded.
+    // Second run over the unchanged tree: nothing embedded, the model never
+    // loaded; the png is recorded as seen (no chunks) and not read again.
     let counted = common::counted_model();
     let second = common::indexer(data.path(), counted.embedder.clone())
         .index(&spec, &options)
         .await
         .unwrap();
-    assert_eq!(second.documents_unchanged, 3, "{second:#?}");
+    assert_eq!(second.documents_unchanged, 4, "{second:#?}");
+    assert_eq!(second.documents_skipped, 0, "{second:#?}");
     assert_eq!((second.documents_indexed, second.chunks_written), (0, 0));
     assert_eq!(
         counted.loads.load(Ordering::SeqCst),
@@ -232,7 +234,10 @@ async fn index_search_expand_and_reindex_incrementally() {
         .await
         .unwrap();
     assert_eq!(third.documents_indexed, 1, "{third:#?}");
-    assert_eq!(third.documents_unchanged, 1, "{third:#?}");
+    assert_eq!(
+        third.documents_unchanged, 2,
+        "the markdown and the png: {third:#?}"
+    );
     assert_eq!(third.documents_deleted, 1, "{third:#?}");
     assert_eq!(counted.loads.load(Ordering::SeqCst), 1);
     let stores = common::stores(data.path());
@@ -258,7 +263,7 @@ async fn index_search_expand_and_reindex_incrementally() {
         "deleted file still found"
     );
     let records = stores.catalog.documents(Some("fixture")).await.unwrap();
-    assert_eq!(records.len(), 2);
+    assert_eq!(records.len(), 3, "java, markdown and the png (no chunks)");
     let java_record = records.iter().find(|r| r.uri.ends_with(".java")).unwrap();
     assert_eq!(java_record.chunk_count, 1);
     drop(engine);
@@ -341,7 +346,7 @@ async fn changed_chunking_or_embedding_settings_reindex_unchanged_documents() {
             let indexer = weft_pipeline::Indexer::new(
                 common::stores(&data),
                 common::model(),
-                config,
+                &config,
                 data.join("sources"),
             )
             .expect("indexer");
@@ -363,10 +368,12 @@ async fn changed_chunking_or_embedding_settings_reindex_unchanged_documents() {
         first.chunks_written,
         recut.chunks_written
     );
-    both_stores_hold(&common::stores(data.path()), recut.chunks_written).await;
+    // Chunks the new cut left equal keep their vectors.
+    let recut_total = recut.chunks_written + recut.chunks_reused;
+    both_stores_hold(&common::stores(data.path()), recut_total).await;
 
     let again = run(small.clone()).await;
-    assert_eq!(again.documents_unchanged, 3, "{again:#?}");
+    assert_eq!(again.documents_unchanged, 4, "{again:#?}");
     assert_eq!(again.chunks_written, 0, "{again:#?}");
 
     // Where the model cuts texts changes the vectors: everything is embedded again.
@@ -374,10 +381,8 @@ async fn changed_chunking_or_embedding_settings_reindex_unchanged_documents() {
     shorter.embedding.max_tokens = 128;
     let reembedded = run(shorter).await;
     assert_eq!(reembedded.documents_unchanged, 0, "{reembedded:#?}");
-    assert_eq!(
-        reembedded.chunks_written, recut.chunks_written,
-        "{reembedded:#?}"
-    );
+    assert_eq!(reembedded.chunks_written, recut_total, "{reembedded:#?}");
+    assert_eq!(reembedded.chunks_reused, 0, "{reembedded:#?}");
 }
 
 /// A text index written by an older weft (another text format) is rebuilt

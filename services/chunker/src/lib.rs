@@ -34,8 +34,8 @@ const PAYLOAD_MARGIN: usize = 4096;
 #[derive(Debug, thiserror::Error)]
 pub enum ChunkerError {
     /// A setting cannot work.
-    #[error("{0}")]
-    Config(String),
+    #[error(transparent)]
+    Config(#[from] weft_config::InvalidSetting),
     /// NATS failed.
     #[error(transparent)]
     Nats(#[from] weft_nats::NatsError),
@@ -50,8 +50,7 @@ pub struct ChunkerHandler {
 impl ChunkerHandler {
     /// A handler publishing through `jet`.
     pub fn new(config: &WeftConfig, jet: Jet) -> Result<Self, ChunkerError> {
-        let chunker = Chunker::new(config.chunking.clone())
-            .map_err(|e| ChunkerError::Config(format!("{}: {}", e.key, e.message)))?;
+        let chunker = Chunker::new(config.chunking.clone())?;
         Ok(Self { chunker, jet })
     }
 
@@ -75,23 +74,12 @@ impl ChunkerHandler {
                 ..base
             }];
         };
-        let chunked = match weft_chunking::page_kind(&document.media_type) {
-            Some(kind) => match std::str::from_utf8(content) {
-                Ok(text) => {
-                    Ok(self
-                        .chunker
-                        .chunk_page(&document.project, &document.uri, kind, text))
-                }
-                // Pages that are not text get the file checks and their reason.
-                Err(_) => self
-                    .chunker
-                    .chunk_bytes(&document.project, &document.uri, content),
-            },
-            None => self
-                .chunker
-                .chunk_bytes(&document.project, &document.uri, content),
-        };
-        let chunked = match chunked {
+        let chunked = match self.chunker.chunk_document(
+            &document.project,
+            &document.uri,
+            &document.media_type,
+            content,
+        ) {
             Ok(c) => c,
             Err(e) => {
                 return vec![v1::ChunkBatch {
@@ -214,18 +202,18 @@ impl Handler for ChunkerHandler {
     }
 }
 
-/// Runs a chunker worker until `shutdown` completes.
+/// Runs a chunker worker on `jet` until `shutdown` completes.
 pub async fn run(
+    jet: Jet,
     config: &WeftConfig,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<WorkerStats, ChunkerError> {
-    let jet = Jet::connect(&config.nats).await?;
     let mut handler = ChunkerHandler::new(config, jet.clone())?;
     let options = WorkerOptions {
         stage: "chunker",
-        stream: config.nats.docs_stream.clone(),
+        stream: jet.config().docs_stream.clone(),
         durable: DURABLE.into(),
-        batch: config.nats.fetch_batch,
+        batch: jet.config().fetch_batch,
         linger: std::time::Duration::from_millis(500),
     };
     Ok(weft_nats::run_worker(&jet, &options, &mut handler, shutdown).await?)

@@ -1,6 +1,5 @@
 //! `weft-chunker`: a chunker worker of the distributed pipeline.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -12,53 +11,25 @@ use clap::Parser;
 #[derive(Debug, Parser)]
 #[command(name = "weft-chunker", version)]
 struct Args {
-    /// Configuration file (default: ./weft.toml when it exists).
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// NATS server URL (default: `nats.url`).
-    #[arg(long, value_name = "URL")]
-    nats_url: Option<String>,
+    #[command(flatten)]
+    config: weft_service::ConfigArgs,
+    #[command(flatten)]
+    nats: weft_service::NatsArgs,
 }
 
 fn main() -> ExitCode {
-    weft_telemetry::init_logging("info");
     let args = Args::parse();
-    let tracing = match weft_telemetry::trace::init_tracing("weft-chunker") {
-        Ok(tracing) => tracing,
-        Err(error) => {
-            eprintln!("weft-chunker: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = run(args);
-    // Spans still pending are exported before the process ends.
-    tracing.shutdown();
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("weft-chunker: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-#[tokio::main]
-async fn run(args: Args) -> anyhow::Result<()> {
-    let mut config = weft_config::load(args.config.as_deref())?.config;
-    if let Some(url) = args.nats_url {
-        config.nats.url = url;
-    }
-    if let Some(addr) = &config.telemetry.metrics_listen {
-        let bound = weft_telemetry::serve_metrics(addr).await?;
-        tracing::info!("metrics on http://{bound}/metrics");
-    }
-    tracing::info!(nats = %config.nats.url, "weft-chunker started");
-    let stats = weft_chunker::run(&config, weft_telemetry::shutdown_signal()).await?;
-    tracing::info!(
-        done = stats.done,
-        retried = stats.retried,
-        dead_lettered = stats.dead_lettered,
-        "weft-chunker stopped"
-    );
-    Ok(())
+    weft_service::run_with(
+        "weft-chunker",
+        "info",
+        &args.config,
+        |config| args.nats.apply(config),
+        |service| async move {
+            let jet = service.connect_nats().await?;
+            tracing::info!(nats = %service.config.nats.url, "chunking");
+            let stats = weft_chunker::run(jet, &service.config, service.shutdown).await?;
+            tracing::info!(%stats, "worker stopped");
+            Ok(ExitCode::SUCCESS)
+        },
+    )
 }

@@ -1,9 +1,11 @@
 //! # weft-crawler
 //!
-//! The first stage of the distributed pipeline (DESIGN §6): lists the
-//! documents of each source — a directory, a git repository, a documentation
-//! site — compares their content hashes with the catalog (a NATS key-value
-//! bucket the embedders keep), and publishes only what is new or changed to
+//! The first stage of the distributed pipeline (DESIGN §6). For each source
+//! — a directory, a git repository, a documentation site — the shared
+//! [`ChangePlanner`] of `weft-pipeline` (the same one `weft index` uses)
+//! lists the documents and compares them with the catalog (a NATS key-value
+//! bucket the embedders keep); a git source is read by diff from the last
+//! indexed commit. The crawler publishes what is new or changed to
 //! `weft.docs.<project>.<document_id>`, and a deletion (a document with no
 //! content) for each catalogued document that is gone. One run handles the
 //! sources given on the command line or a [`Manifest`] of many sources
@@ -11,21 +13,19 @@
 
 #![warn(missing_docs)]
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::ProgressBar;
 use prost::Message as _;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use weft_config::WeftConfig;
-use weft_core::DocumentId;
-use weft_core::ports::{Catalog, ProjectState};
+use weft_config::{InvalidSetting, WeftConfig};
+use weft_core::IndexIdentity;
+use weft_core::ports::Catalog;
 use weft_nats::trace::{TraceContext, TraceHeaders as _};
 use weft_nats::{Jet, NatsCatalog, NatsError};
-use weft_pipeline::Issue;
-use weft_pipeline::sources::{self, DirSelection, GitRepo, SourceSpec};
+use weft_pipeline::sources::SourceSpec;
+use weft_pipeline::{ChangePlanner, Compare, Issue, PlanError, PlanOptions};
 use weft_proto::v1;
 use weft_telemetry::trace::{Kind, start_span};
 
@@ -44,13 +44,8 @@ pub enum CrawlError {
     #[error(transparent)]
     Catalog(#[from] weft_core::ports::PortError),
     /// A source could not be listed at all.
-    #[error("{source_name}: {message}")]
-    Source {
-        /// The source as given.
-        source_name: String,
-        /// What went wrong.
-        message: String,
-    },
+    #[error(transparent)]
+    Source(#[from] PlanError),
     /// The manifest could not be read.
     #[error("{path}: {message}")]
     Manifest {
@@ -60,8 +55,8 @@ pub enum CrawlError {
         message: String,
     },
     /// A setting cannot work.
-    #[error("{0}")]
-    Config(String),
+    #[error(transparent)]
+    Config(#[from] InvalidSetting),
 }
 
 /// Many sources across projects, from a TOML file:
@@ -134,10 +129,8 @@ impl Manifest {
 /// How to crawl.
 #[derive(Debug, Clone)]
 pub struct CrawlOptions {
-    /// Publish every document, changed or not.
+    /// Publish every document, changed or not, and read git sources whole.
     pub reindex: bool,
-    /// Where git sources are cloned.
-    pub checkout_dir: PathBuf,
     /// Progress display.
     pub progress: ProgressBar,
 }
@@ -151,11 +144,14 @@ pub struct SourceSummary {
     pub source: String,
     /// The git commit, for repositories.
     pub revision: Option<String>,
-    /// Documents listed.
+    /// For a git source read by diff: the last indexed commit it was
+    /// diffed from (`None`: read whole).
+    pub diffed_from: Option<String>,
+    /// Documents listed (for a diffed git source: the changed files).
     pub documents_seen: usize,
     /// New or changed documents published.
     pub documents_published: usize,
-    /// Documents whose content hash the catalog already has.
+    /// Documents whose content hash and chunker the catalog already has.
     pub documents_unchanged: usize,
     /// Deletions published (catalogued documents gone from the source).
     pub documents_deleted: usize,
@@ -169,44 +165,33 @@ pub struct SourceSummary {
     pub elapsed_ms: u64,
 }
 
-enum Listed {
-    File {
-        uri: String,
-        path: PathBuf,
-    },
-    Page {
-        uri: String,
-        kind: &'static str,
-        body: String,
-    },
-}
-
 /// Publishes documents of sources whose content the catalog does not have.
 pub struct Crawler {
     jet: Jet,
     catalog: NatsCatalog,
-    config: WeftConfig,
-    selection: DirSelection,
-    /// The fingerprint of the chunker the configuration describes: a
-    /// document recorded as cut by another is published again.
-    chunker: String,
+    planner: ChangePlanner,
+    /// What the configured chunkers cut with: a document recorded as cut
+    /// by another chunker (or embedded-text format) is published again.
+    expected: IndexIdentity,
 }
 
 impl Crawler {
-    /// A crawler publishing through `jet`.
-    pub async fn new(jet: Jet, config: WeftConfig) -> Result<Self, CrawlError> {
+    /// A crawler publishing through `jet`; git sources are cloned under
+    /// `checkout_dir`.
+    pub async fn new(
+        jet: Jet,
+        config: &WeftConfig,
+        checkout_dir: impl Into<PathBuf>,
+    ) -> Result<Self, CrawlError> {
         let catalog = jet.catalog().await?;
-        let selection = DirSelection::new(&config.sources).map_err(CrawlError::Config)?;
-        let chunker = weft_chunking::Chunker::new(config.chunking.clone())
-            .map_err(|e| CrawlError::Config(format!("{}: {}", e.key, e.message)))?
-            .fingerprint()
-            .to_owned();
+        let planner = ChangePlanner::new(&config.sources, &config.crawl, checkout_dir)?;
+        let chunker = weft_chunking::Chunker::new(config.chunking.clone())?;
         Ok(Self {
             jet,
             catalog,
-            config,
-            selection,
-            chunker,
+            planner,
+            // The embedder part is not compared ([`Compare::Chunking`]).
+            expected: IndexIdentity::new("", chunker.fingerprint()),
         })
     }
 
@@ -218,126 +203,54 @@ impl Crawler {
         options: &CrawlOptions,
     ) -> Result<SourceSummary, CrawlError> {
         let started = Instant::now();
+        let plan = PlanOptions {
+            expected: self.expected.clone(),
+            compare: Compare::Chunking,
+            force: options.reindex,
+            progress: options.progress.clone(),
+        };
+        let mut changes = self
+            .planner
+            .plan(&self.catalog, spec, project, &plan)
+            .await?;
         let mut summary = SourceSummary {
             project: project.to_owned(),
-            source: spec.display(),
+            source: changes.source.clone(),
+            revision: changes.revision.clone(),
+            diffed_from: changes.diffed_from.clone(),
+            documents_seen: changes.listed(),
+            skipped: std::mem::take(&mut changes.skipped),
             ..Default::default()
         };
-        let source_error = |message: String| CrawlError::Source {
-            source_name: spec.display(),
-            message,
-        };
-        let listed: Vec<Listed> = match spec {
-            SourceSpec::Dir(path) => {
-                let (files, issues) = sources::walk_dir(path, &self.selection);
-                summary.errors.extend(issues);
-                files
-                    .into_iter()
-                    .map(|(uri, path)| Listed::File { uri, path })
-                    .collect()
-            }
-            SourceSpec::Git(url) => {
-                let repo = GitRepo::new(
-                    url,
-                    &options.checkout_dir.join(sources::checkout_name(project)),
-                );
-                options.progress.set_message(format!("fetching {url}"));
-                let head = repo.sync().map_err(|e| source_error(e.to_string()))?;
-                summary.revision = Some(head);
-                let (files, issues) = sources::walk_dir(repo.dir(), &self.selection);
-                summary.errors.extend(issues);
-                files
-                    .into_iter()
-                    .map(|(uri, path)| Listed::File { uri, path })
-                    .collect()
-            }
-            SourceSpec::Site(url) => {
-                options.progress.set_message(format!("crawling {url}"));
-                let (pages, issues) = sources::crawl(url, &self.config.crawl, &options.progress)
-                    .await
-                    .map_err(|e| source_error(e.to_string()))?;
-                summary.skipped.extend(issues);
-                pages
-                    .into_iter()
-                    .map(|p| Listed::Page {
-                        uri: p.url.to_string(),
-                        kind: p.kind,
-                        body: p.body,
-                    })
-                    .collect()
-            }
-        };
-        // Each known document's content hash, and whether the chunker that
-        // cut it is the one configured here.
-        let cut_by = format!("/{}", self.chunker);
-        let known: HashMap<DocumentId, (String, bool)> = self
-            .catalog
-            .documents(Some(project))
-            .await?
-            .into_iter()
-            .map(|r| {
-                let same_chunker = r.embedding.ends_with(&cut_by);
-                (r.document_id, (r.content_hash, same_chunker))
-            })
-            .collect();
+        let revision = summary.revision.clone().unwrap_or_default();
         let limit = self.jet.max_payload().saturating_sub(PAYLOAD_MARGIN);
         let progress = &options.progress;
-        progress.set_length(listed.len() as u64);
+        progress.set_length(changes.listed() as u64);
         progress.set_position(0);
         progress.set_message(project.to_owned());
-        summary.documents_seen = listed.len();
-        let mut seen: HashSet<DocumentId> = HashSet::new();
         let mut acks = Vec::new();
-        for item in listed {
-            progress.inc(1);
-            let (uri, bytes, media_type) = match item {
-                Listed::File { uri, path } => match std::fs::read(&path) {
-                    Ok(bytes) => (uri, bytes, String::new()),
-                    Err(e) => {
-                        summary.errors.push(Issue {
-                            uri,
-                            reason: format!("cannot be read: {e}"),
-                        });
-                        continue;
-                    }
-                },
-                Listed::Page { uri, kind, body } => (
-                    uri,
-                    body.into_bytes(),
-                    weft_chunking::page_media_type(kind).to_owned(),
-                ),
-            };
-            let id = DocumentId::new(project, &uri);
-            seen.insert(id.clone());
-            let hash = hex::encode(Sha256::digest(&bytes));
-            let unchanged = known
-                .get(&id)
-                .is_some_and(|(known_hash, same_chunker)| *known_hash == hash && *same_chunker);
-            if !options.reindex && unchanged {
-                summary.documents_unchanged += 1;
-                continue;
-            }
-            if bytes.len() > limit {
+        while let Some(document) = changes.next_document() {
+            if document.content.len() > limit {
                 summary.skipped.push(Issue {
-                    uri,
+                    uri: document.uri,
                     reason: format!(
                         "{} bytes is over what one NATS message carries here ({limit} bytes; raise max_payload in nats-server's configuration)",
-                        bytes.len()
+                        document.content.len()
                     ),
                 });
                 continue;
             }
-            summary.bytes_published += bytes.len() as u64;
-            let document = v1::Document {
+            summary.bytes_published += document.content.len() as u64;
+            let message = v1::Document {
                 project: project.to_owned(),
-                uri,
-                document_id: id.as_str().to_owned(),
-                content: Some(bytes),
-                content_hash: hash,
-                media_type,
-                revision: summary.revision.clone().unwrap_or_default(),
+                uri: document.uri,
+                document_id: document.document_id.as_str().to_owned(),
+                content: Some(document.content),
+                content_hash: document.content_hash,
+                media_type: document.media_type.to_owned(),
+                revision: revision.clone(),
             };
-            acks.push(self.publish(&document).await?);
+            acks.push(self.publish(&message).await?);
             summary.documents_published += 1;
             if acks.len() >= PUBLISH_WINDOW {
                 for ack in acks.drain(..) {
@@ -345,33 +258,26 @@ impl Crawler {
                 }
             }
         }
-        // Catalogued documents the source no longer has.
-        for id in known.keys().filter(|id| !seen.contains(*id)) {
-            let record = self.catalog.document(id).await?;
-            let uri = record.map(|r| r.uri).unwrap_or_default();
-            let document = v1::Document {
+        summary.documents_unchanged = changes.unchanged;
+        summary.errors.append(&mut changes.errors);
+        for record in changes.removed() {
+            let message = v1::Document {
                 project: project.to_owned(),
-                uri,
-                document_id: id.as_str().to_owned(),
+                uri: record.uri,
+                document_id: record.document_id.as_str().to_owned(),
                 content: None,
                 content_hash: String::new(),
                 media_type: String::new(),
-                revision: summary.revision.clone().unwrap_or_default(),
+                revision: revision.clone(),
             };
-            acks.push(self.publish(&document).await?);
+            acks.push(self.publish(&message).await?);
             summary.documents_deleted += 1;
         }
         for ack in acks {
             ack.await?;
         }
         self.catalog
-            .put_project(
-                project,
-                &ProjectState {
-                    source: spec.display(),
-                    revision: summary.revision.clone(),
-                },
-            )
+            .put_project(project, &changes.project_state())
             .await?;
         summary.elapsed_ms = started.elapsed().as_millis() as u64;
         let metrics = weft_telemetry::metrics();

@@ -33,45 +33,27 @@ struct Args {
     /// Where git sources are cloned (default: <data dir>/sources).
     #[arg(long, value_name = "DIR")]
     checkout_dir: Option<PathBuf>,
-    /// NATS server URL (default: `nats.url`).
-    #[arg(long, value_name = "URL")]
-    nats_url: Option<String>,
-    /// Configuration file (default: ./weft.toml when it exists).
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    nats: weft_service::NatsArgs,
+    #[command(flatten)]
+    config: weft_service::ConfigArgs,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
 }
 
 fn main() -> ExitCode {
-    weft_telemetry::init_logging("warn");
     let args = Args::parse();
-    let tracing = match weft_telemetry::trace::init_tracing("weft-crawler") {
-        Ok(tracing) => tracing,
-        Err(error) => {
-            eprintln!("weft-crawler: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = run(args);
-    // Spans still pending are exported before the process ends.
-    tracing.shutdown();
-    match result {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("weft-crawler: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    weft_service::run_with(
+        "weft-crawler",
+        "warn",
+        &args.config,
+        |config| args.nats.apply(config),
+        |service| crawl(&args, service),
+    )
 }
 
-#[tokio::main]
-async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut config = weft_config::load(args.config.as_deref())?.config;
-    if let Some(url) = &args.nats_url {
-        config.nats.url = url.clone();
-    }
+async fn crawl(args: &Args, service: weft_service::Service) -> anyhow::Result<ExitCode> {
     let mut work: Vec<(SourceSpec, String)> = Vec::new();
     for source in &args.sources {
         let spec = SourceSpec::parse(source).map_err(anyhow::Error::msg)?;
@@ -88,15 +70,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("nothing to crawl: give SOURCE arguments or --manifest FILE");
     }
     let checkout_dir = args.checkout_dir.clone().unwrap_or_else(|| {
-        config
-            .data
-            .dir
-            .clone()
-            .unwrap_or_else(weft_pipeline::default_data_dir)
-            .join("sources")
+        weft_pipeline::Locations::resolve(&service.config, None, None)
+            .data()
+            .sources_dir()
     });
-    let jet = weft_nats::Jet::connect(&config.nats).await?;
-    let crawler = weft_crawler::Crawler::new(jet.clone(), config).await?;
+    let jet = service.connect_nats().await?;
+    let crawler = weft_crawler::Crawler::new(jet.clone(), &service.config, checkout_dir).await?;
     let progress = if std::io::stderr().is_terminal() && !args.json {
         let bar = ProgressBar::new(0);
         bar.set_style(
@@ -109,7 +88,6 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let options = weft_crawler::CrawlOptions {
         reindex: args.reindex,
-        checkout_dir,
         progress: progress.clone(),
     };
     let mut summaries = Vec::new();
@@ -121,7 +99,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(e) => failed.push(serde_json::json!({
                 "project": project,
                 "source": spec.display(),
-                "error": e.to_string(),
+                "error": format!("{:#}", anyhow::Error::from(e)),
             })),
         }
     }
@@ -132,8 +110,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         for s in &summaries {
+            let read = match &s.diffed_from {
+                Some(base) => format!(" (git diff from {})", &base[..base.len().min(12)]),
+                None => String::new(),
+            };
             println!(
-                "{}: {} documents, {} published, {} unchanged, {} deleted, {} skipped, {} errors ({:.1} s)",
+                "{}: {} documents{read}, {} published, {} unchanged, {} deleted, {} skipped, {} errors ({:.1} s)",
                 s.project,
                 s.documents_seen,
                 s.documents_published,

@@ -18,6 +18,9 @@ use serde::Deserialize;
 use weft_core::DocumentId;
 use weft_core::ports::{Catalog, PortError, PortResult};
 
+/// redb's and serde's errors, kept as causes.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 const DOCUMENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("documents");
 const PROJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("projects");
 
@@ -32,20 +35,22 @@ pub enum CatalogError {
     )]
     InUse(PathBuf),
     /// The file cannot be opened as a catalog.
-    #[error("catalog {path} cannot be opened ({message}); remove it to re-index from scratch")]
+    #[error("catalog {path} cannot be opened ({source}); remove it to index from scratch")]
     Unreadable {
         /// The catalog file.
         path: PathBuf,
         /// What redb said.
-        message: String,
+        #[source]
+        source: BoxError,
     },
     /// A read or write failed.
-    #[error("catalog {path}: {message}")]
+    #[error("catalog {path}: {source}")]
     Storage {
         /// The catalog file.
         path: PathBuf,
         /// What failed.
-        message: String,
+        #[source]
+        source: BoxError,
     },
 }
 
@@ -67,16 +72,16 @@ impl std::fmt::Debug for RedbCatalog {
 impl RedbCatalog {
     /// Opens the catalog at `path`, creating it (and its directory) if absent.
     pub fn open(path: &Path) -> Result<Self, CatalogError> {
-        let unreadable = |e: &dyn std::fmt::Display| CatalogError::Unreadable {
+        let unreadable = |source: BoxError| CatalogError::Unreadable {
             path: path.to_owned(),
-            message: e.to_string(),
+            source,
         };
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| unreadable(&e))?;
+            std::fs::create_dir_all(parent).map_err(|e| unreadable(e.into()))?;
         }
         let db = Database::create(path).map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => CatalogError::InUse(path.to_owned()),
-            e => unreadable(&e),
+            e => unreadable(e.into()),
         })?;
         let catalog = RedbCatalog {
             db: std::sync::Arc::new(db),
@@ -91,10 +96,10 @@ impl RedbCatalog {
         Ok(catalog)
     }
 
-    fn storage(&self, e: impl std::fmt::Display) -> CatalogError {
+    fn storage(&self, e: impl Into<BoxError>) -> CatalogError {
         CatalogError::Storage {
             path: self.path.clone(),
-            message: e.to_string(),
+            source: e.into(),
         }
     }
 
@@ -282,7 +287,7 @@ mod tests {
             uri: uri.into(),
             content_hash: hash.into(),
             chunk_count: chunks,
-            embedding: "all-MiniLM-L6-v2/weft-ctx-v3".into(),
+            identity: weft_core::IndexIdentity::new("all-MiniLM-L6-v2@256", "chunker-1-abc"),
             version: 0,
         }
     }

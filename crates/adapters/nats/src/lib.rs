@@ -27,7 +27,6 @@ use std::time::Duration;
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, stream};
 use bytes::Bytes;
-use weft_config::NatsConfig;
 
 pub use catalog::NatsCatalog;
 pub use worker::{Delivery, Handler, Outcome, WorkerOptions, WorkerStats, run_worker};
@@ -45,28 +44,33 @@ pub const DELIVERIES_HEADER: &str = "Weft-Deliveries";
 #[derive(Debug, thiserror::Error)]
 pub enum NatsError {
     /// The server could not be reached.
-    #[error("cannot connect to NATS at {url}: {message}")]
+    #[error("cannot connect to NATS at {url}: {source}")]
     Connect {
         /// The configured URL.
         url: String,
         /// What the client said.
-        message: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A JetStream call failed.
-    #[error("NATS JetStream: {what}: {message}")]
+    #[error("NATS JetStream: {what}: {source}")]
     JetStream {
         /// What was being done.
         what: String,
         /// What the server or client said.
-        message: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
 impl NatsError {
-    pub(crate) fn js(what: impl Into<String>, error: impl std::fmt::Display) -> Self {
+    pub(crate) fn js(
+        what: impl Into<String>,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
         Self::JetStream {
             what: what.into(),
-            message: error.to_string(),
+            source: error.into(),
         }
     }
 }
@@ -98,17 +102,57 @@ pub fn chunks_subject(project: &str, document_id: &str) -> String {
     format!("weft.chunks.{}.{document_id}", subject_token(project))
 }
 
-/// A connection to NATS with the streams of `[nats]` in place.
+/// Where NATS is and how weft's streams, consumers and catalog bucket are
+/// named and tuned (`[nats]` in weft.toml gives these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NatsOptions {
+    /// Server URL(s), comma-separated.
+    pub url: String,
+    /// Work-queue stream of documents (`weft.docs.<project>.<document_id>`).
+    pub docs_stream: String,
+    /// Work-queue stream of chunk batches (`weft.chunks.<project>.<document_id>`).
+    pub chunks_stream: String,
+    /// Stream of messages that failed `max_deliver` times, with their error.
+    pub dead_letter_stream: String,
+    /// Key-value bucket of the catalog (what is indexed, by content hash).
+    pub catalog_bucket: String,
+    /// Messages a consumer may have unacknowledged at once.
+    pub max_ack_pending: i64,
+    /// Deliveries of one message before it goes to the dead-letter stream.
+    pub max_deliver: i64,
+    /// Seconds before an unacknowledged message is delivered again.
+    pub ack_wait_secs: u64,
+    /// Messages pulled per fetch.
+    pub fetch_batch: usize,
+}
+
+impl Default for NatsOptions {
+    fn default() -> Self {
+        Self {
+            url: "nats://127.0.0.1:4222".into(),
+            docs_stream: "WEFT_DOCS".into(),
+            chunks_stream: "WEFT_CHUNKS".into(),
+            dead_letter_stream: "WEFT_DEAD".into(),
+            catalog_bucket: "weft-catalog".into(),
+            max_ack_pending: 64,
+            max_deliver: 5,
+            ack_wait_secs: 60,
+            fetch_batch: 16,
+        }
+    }
+}
+
+/// A connection to NATS with weft's streams in place.
 #[derive(Clone)]
 pub struct Jet {
     client: async_nats::Client,
     js: jetstream::Context,
-    config: NatsConfig,
+    config: NatsOptions,
 }
 
 impl Jet {
     /// Connects and creates the streams and the catalog bucket when missing.
-    pub async fn connect(config: &NatsConfig) -> Result<Self, NatsError> {
+    pub async fn connect(config: &NatsOptions) -> Result<Self, NatsError> {
         let client = async_nats::ConnectOptions::new()
             .name("weft")
             .retry_on_initial_connect()
@@ -118,7 +162,7 @@ impl Jet {
             .await
             .map_err(|e| NatsError::Connect {
                 url: config.url.clone(),
-                message: e.to_string(),
+                source: e.into(),
             })?;
         // `retry_on_initial_connect` returns at once: wait for the server so
         // that a dead NATS is an error now, not a hang later.
@@ -127,7 +171,7 @@ impl Jet {
             if tokio::time::Instant::now() > deadline {
                 return Err(NatsError::Connect {
                     url: config.url.clone(),
-                    message: "no server answered within 10 s".into(),
+                    source: "no server answered within 10 s".into(),
                 });
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -175,7 +219,7 @@ impl Jet {
     }
 
     /// The `[nats]` settings.
-    pub fn config(&self) -> &NatsConfig {
+    pub fn config(&self) -> &NatsOptions {
         &self.config
     }
 

@@ -67,9 +67,9 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
-    /// `[nats]` settings pointing at it, with short redelivery for tests.
-    pub fn config(&self) -> weft_config::NatsConfig {
-        weft_config::NatsConfig {
+    /// Options pointing at it, with short redelivery for tests.
+    pub fn config(&self) -> crate::NatsOptions {
+        crate::NatsOptions {
             url: self.url(),
             ack_wait_secs: 5,
             max_deliver: 3,

@@ -85,6 +85,16 @@ pub struct WorkerStats {
     pub dead_lettered: u64,
 }
 
+impl std::fmt::Display for WorkerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} done, {} retried, {} dead-lettered",
+            self.done, self.retried, self.dead_lettered
+        )
+    }
+}
+
 async fn consumer(jet: &Jet, options: &WorkerOptions) -> Result<PullConsumer, NatsError> {
     let c = jet.config();
     let stream = jet
@@ -116,9 +126,9 @@ async fn consumer(jet: &Jet, options: &WorkerOptions) -> Result<PullConsumer, Na
         })
 }
 
-/// Pulls and handles messages until `shutdown` completes. A batch being
-/// handled when it does is finished and acknowledged first; nothing
-/// fetched is left unanswered.
+/// Pulls and handles messages until `shutdown` completes. A fetch under
+/// way and the batch it brings are finished and answered first (acknowledged,
+/// or NAKed for a retry): nothing fetched is left unanswered.
 pub async fn run_worker(
     jet: &Jet,
     options: &WorkerOptions,
@@ -156,16 +166,21 @@ pub async fn run_worker(
             }
             Ok::<_, NatsError>(messages)
         };
-        let messages = tokio::select! {
+        // Shutdown is looked at between fetches, never during one: messages
+        // a fetch has pulled are always handled and answered, not left for
+        // redelivery after `ack_wait`. A fetch lasts at most its expiry.
+        tokio::select! {
+            biased;
             () = &mut shutdown => break,
-            messages = fetch => match messages {
-                Ok(m) => m,
-                Err(e) => {
-                    tracing::warn!(stage = options.stage, "{e}; retrying in 1 s");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
-                }
-            },
+            () = std::future::ready(()) => {}
+        }
+        let messages = match fetch.await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(stage = options.stage, "{e}; retrying in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
         };
         if messages.is_empty() {
             if worked_since_idle {

@@ -19,7 +19,7 @@ fn record(project: &str, uri: &str, hash: &str) -> DocumentRecord {
         uri: uri.into(),
         content_hash: hash.into(),
         chunk_count: 3,
-        embedding: "m/f".into(),
+        identity: "m/weft-ctx-v3/chunker-1-x".parse().unwrap(),
         version: 7,
     }
 }
@@ -227,7 +227,7 @@ async fn a_dead_server_is_a_clear_error() {
         .local_addr()
         .unwrap()
         .port();
-    let config = weft_config::NatsConfig {
+    let config = weft_nats::NatsOptions {
         url: format!("nats://127.0.0.1:{port}"),
         ..Default::default()
     };

@@ -70,12 +70,15 @@ const WRITER_HEAP_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Debug, thiserror::Error)]
 pub enum TextIndexError {
     /// The directory holds no readable index of this schema.
-    #[error("text index in {dir} cannot be opened ({message}); remove that directory and re-index")]
+    #[error(
+        "text index in {dir} cannot be opened ({source}); remove that directory and index again"
+    )]
     Unreadable {
         /// The index directory.
         dir: PathBuf,
         /// What tantivy said.
-        message: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The index was written in another [`TEXT_FORMAT`]: its terms do not
     /// match what queries are analysed into. Rebuild it from the chunks
@@ -193,7 +196,7 @@ impl TantivyTextIndex {
     pub fn format_in(dir: &Path) -> Result<Option<u32>, TextIndexError> {
         let unreadable = |message: String| TextIndexError::Unreadable {
             dir: dir.to_owned(),
-            message,
+            source: message.into(),
         };
         if !dir.join("meta.json").exists() {
             return Ok(None);
@@ -218,7 +221,7 @@ impl TantivyTextIndex {
     pub fn open_or_create(dir: &Path) -> Result<Self, TextIndexError> {
         let unreadable = |e: &dyn std::fmt::Display| TextIndexError::Unreadable {
             dir: dir.to_owned(),
-            message: e.to_string(),
+            source: e.to_string().into(),
         };
         match Self::format_in(dir)? {
             Some(found) if found != TEXT_FORMAT => {

@@ -45,17 +45,18 @@ const COMPONENT: &str = "vector index (qdrant-edge)";
 #[derive(Debug, thiserror::Error)]
 pub enum VectorIndexError {
     /// The directory holds no readable shard.
-    #[error("vector index {path} cannot be opened ({message}); remove it and re-index")]
+    #[error("vector index {path} cannot be opened ({source}); remove it and index again")]
     Unreadable {
         /// The shard directory.
         path: PathBuf,
         /// What qdrant-edge said.
-        message: String,
+        #[source]
+        source: BoxError,
     },
     /// The shard was made for vectors of another length (another model).
     #[error(
-        "vector index {path} holds {found}-dimensional vectors but the model makes {expected}; \
-         re-index with `weft index --reindex` or use another data directory"
+        "vector index {path} holds {found}-dimensional vectors but the model makes {expected}: \
+         it was made by another model"
     )]
     DimensionMismatch {
         /// The shard directory.
@@ -67,14 +68,15 @@ pub enum VectorIndexError {
     },
     /// An operation failed.
     #[error("qdrant-edge: {0}")]
-    Operation(String),
+    Operation(#[source] BoxError),
     /// A stored payload is not a chunk.
-    #[error("stored point {id} is not a weft chunk: {message}")]
+    #[error("stored point {id} is not a weft chunk: {source}")]
     CorruptPayload {
         /// The point id.
         id: String,
         /// What failed to decode.
-        message: String,
+        #[source]
+        source: BoxError,
     },
     /// Vectors and chunks do not pair up.
     #[error("{chunks} chunks but {vectors} vectors, or a vector of the wrong length")]
@@ -86,8 +88,11 @@ pub enum VectorIndexError {
     },
 }
 
-fn op(e: impl std::fmt::Display) -> VectorIndexError {
-    VectorIndexError::Operation(e.to_string())
+/// The errors of qdrant-edge and serde, kept as causes.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn op(e: impl Into<BoxError>) -> VectorIndexError {
+    VectorIndexError::Operation(e.into())
 }
 
 /// A qdrant-edge shard of chunk embeddings. Cloning is cheap and shares the shard.
@@ -112,13 +117,13 @@ impl EdgeVectorIndex {
     /// vectors of `dimension` floats. An existing shard of another dimension
     /// is an error, not silently replaced.
     pub fn open_or_create(dir: &Path, dimension: usize) -> Result<Self, VectorIndexError> {
-        let unreadable = |message: String| VectorIndexError::Unreadable {
+        let unreadable = |source: BoxError| VectorIndexError::Unreadable {
             path: dir.to_owned(),
-            message,
+            source,
         };
         let exists = dir.join("edge_config.json").exists() || dir.join("segments").exists();
         if exists {
-            let shard = EdgeShard::load(dir, None).map_err(|e| unreadable(e.to_string()))?;
+            let shard = EdgeShard::load(dir, None).map_err(|e| unreadable(e.into()))?;
             let found = shard
                 .config()
                 .vectors
@@ -138,7 +143,7 @@ impl EdgeVectorIndex {
                 path: dir.to_owned(),
             });
         }
-        std::fs::create_dir_all(dir).map_err(|e| unreadable(e.to_string()))?;
+        std::fs::create_dir_all(dir).map_err(|e| unreadable(e.into()))?;
         let config = EdgeConfigBuilder::new()
             .vector(
                 DEFAULT_VECTOR_NAME,
@@ -146,7 +151,7 @@ impl EdgeVectorIndex {
             )
             .on_disk_payload(true)
             .build();
-        let shard = EdgeShard::new(dir, config).map_err(|e| unreadable(e.to_string()))?;
+        let shard = EdgeShard::new(dir, config).map_err(|e| unreadable(e.into()))?;
         // No extra HNSW links per payload value ("payload-aware"
         // sub-graphs): they cost more than the main graph to build (every
         // directory in `path_scopes` is a value, and one project is all
@@ -406,14 +411,13 @@ fn to_filter(filter: &SearchFilter) -> Result<Option<Filter>, VectorIndexError> 
 }
 
 fn decode(id: &PointId, payload: Option<qdrant_edge::Payload>) -> Result<Chunk, VectorIndexError> {
-    let corrupt = |message: String| VectorIndexError::CorruptPayload {
+    let corrupt = |source: BoxError| VectorIndexError::CorruptPayload {
         id: id.to_string(),
-        message,
+        source,
     };
     let mut map = payload.ok_or_else(|| corrupt("no payload".into()))?.0;
     map.remove(PATH_SCOPES);
-    serde_json::from_value(Value::Object(map.into_iter().collect()))
-        .map_err(|e| corrupt(e.to_string()))
+    serde_json::from_value(Value::Object(map.into_iter().collect())).map_err(|e| corrupt(e.into()))
 }
 
 async fn blocking<T: Send + 'static>(

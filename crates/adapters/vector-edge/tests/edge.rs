@@ -178,7 +178,7 @@ async fn data_survives_reopening_and_dimension_is_checked() {
         matches!(err, VectorIndexError::DimensionMismatch { found: DIM, .. }),
         "{err}"
     );
-    assert!(err.to_string().contains("--reindex"), "{err}");
+    assert!(err.to_string().contains("another model"), "{err}");
 }
 
 #[tokio::test]

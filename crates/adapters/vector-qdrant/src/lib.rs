@@ -37,12 +37,13 @@ const UPSERT_BATCH: usize = 256;
 #[derive(Debug, thiserror::Error)]
 pub enum QdrantIndexError {
     /// The client could not be built or the server not reached.
-    #[error("Qdrant at {url}: {message}")]
+    #[error("Qdrant at {url}: {source}")]
     Connect {
         /// The server URL.
         url: String,
         /// What went wrong.
-        message: String,
+        #[source]
+        source: BoxError,
     },
     /// The collection exists with another dimension or vector layout.
     #[error(
@@ -57,24 +58,29 @@ pub enum QdrantIndexError {
         found: String,
     },
     /// A request failed.
-    #[error("Qdrant {what} on {collection}: {message}")]
+    #[error("Qdrant {what} on {collection}: {source}")]
     Request {
         /// What was asked.
         what: &'static str,
         /// The collection.
         collection: String,
         /// What the server or client said.
-        message: String,
+        #[source]
+        source: BoxError,
     },
     /// A stored point is not a chunk.
-    #[error("Qdrant point {id}: payload is not a weft chunk: {message}")]
+    #[error("Qdrant point {id}: payload is not a weft chunk: {source}")]
     CorruptPayload {
         /// The point id.
         id: String,
         /// What is wrong.
-        message: String,
+        #[source]
+        source: serde_json::Error,
     },
 }
+
+/// The client's errors, kept as causes.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A vector index in one Qdrant collection.
 #[derive(Clone)]
@@ -94,15 +100,15 @@ impl QdrantVectorIndex {
         collection: &str,
         dimension: usize,
     ) -> Result<Self, QdrantIndexError> {
-        let connect_error = |message: String| QdrantIndexError::Connect {
+        let connect_error = |source: BoxError| QdrantIndexError::Connect {
             url: url.to_owned(),
-            message,
+            source,
         };
         let client = Qdrant::from_url(url)
             .api_key(api_key)
             .timeout(std::time::Duration::from_secs(60))
             .build()
-            .map_err(|e| connect_error(e.to_string()))?;
+            .map_err(|e| connect_error(e.into()))?;
         let index = Self {
             client: std::sync::Arc::new(client),
             collection: collection.to_owned(),
@@ -112,7 +118,7 @@ impl QdrantVectorIndex {
             .client
             .collection_exists(collection)
             .await
-            .map_err(|e| connect_error(e.to_string()))?;
+            .map_err(|e| connect_error(e.into()))?;
         if exists {
             index.check_layout().await?;
         } else {
@@ -136,11 +142,11 @@ impl QdrantVectorIndex {
         Ok(())
     }
 
-    fn request(&self, what: &'static str, error: impl std::fmt::Display) -> QdrantIndexError {
+    fn request(&self, what: &'static str, error: impl Into<BoxError>) -> QdrantIndexError {
         QdrantIndexError::Request {
             what,
             collection: self.collection.clone(),
-            message: error.to_string(),
+            source: error.into(),
         }
     }
 
@@ -255,9 +261,9 @@ fn decode(
 ) -> Result<Chunk, QdrantIndexError> {
     let mut map: serde_json::Map<String, Value> = Payload::from(payload).into();
     map.remove(PATH_SCOPES);
-    serde_json::from_value(Value::Object(map)).map_err(|e| QdrantIndexError::CorruptPayload {
+    serde_json::from_value(Value::Object(map)).map_err(|source| QdrantIndexError::CorruptPayload {
         id: id_text(id),
-        message: e.to_string(),
+        source,
     })
 }
 

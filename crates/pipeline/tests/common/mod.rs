@@ -90,7 +90,7 @@ pub fn indexer(data: &Path, embedder: Arc<dyn Embedder>) -> Indexer {
     Indexer::new(
         stores(data),
         embedder,
-        weft_config::WeftConfig::default(),
+        &weft_config::WeftConfig::default(),
         data.join("sources"),
     )
     .expect("indexer")

@@ -1,4 +1,4 @@
-//! Sizes and windows of the chunkers, with validation that names the key.
+//! The chunkers' settings (`[chunking]`): sizes and windows, with validation that names the key.
 
 use serde::{Deserialize, Serialize};
 

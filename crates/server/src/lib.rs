@@ -1,24 +1,24 @@
-//! # weft-query
+//! # weft-server
 //!
-//! The gRPC query service of weft (`weft.v1.QueryService`, DESIGN §5): the
+//! The gRPC query API of weft (`weft.v1.QueryService`, DESIGN §5): the
 //! same [`QueryEngine`] as `weft search`, served with `grpc.health.v1`,
 //! server reflection, a per-request deadline and message size limits.
 //!
 //! [`QueryServer`] implements the service over any stores; [`serve`] runs it
 //! on a listener until a shutdown future completes; [`run`] is the whole
-//! service over a data directory, as the `weft-query` binary and
-//! `weft serve` start it.
+//! service over the stores `[stores]` configures (built by
+//! `weft_pipeline::wiring`, as every weft command builds them), as the
+//! `weft-query` service and `weft serve` start it.
 
 #![warn(missing_docs)]
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tonic::{Request, Response, Status};
-use weft_config::{RerankConfig, RerankKind, WeftConfig};
-use weft_core::ports::{Reranker, VectorIndex};
+use weft_config::WeftConfig;
+use weft_core::ports::VectorIndex;
 use weft_core::query::{QueryEngine, QueryError};
 use weft_core::{ChunkId, DocumentId};
 use weft_proto::v1;
@@ -31,20 +31,9 @@ pub const MAX_GET_CHUNKS: u32 = 1000;
 /// Why the service could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
-    /// The data directory could not be opened.
+    /// The stores, the embedding model or the reranker could not be set up.
     #[error(transparent)]
-    DataDir(#[from] weft_pipeline::DataDirError),
-    /// The embedding model or API could not be set up.
-    #[error(transparent)]
-    Embedder(#[from] weft_pipeline::EmbedderSetupError),
-    /// A setting cannot work.
-    #[error("{key}: {message}")]
-    Config {
-        /// The configuration key.
-        key: &'static str,
-        /// What is wrong.
-        message: String,
-    },
+    Wiring(#[from] weft_pipeline::WiringError),
     /// The listen address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -59,29 +48,7 @@ pub enum ServiceError {
     Transport(#[from] tonic::transport::Error),
     /// Server reflection could not be built.
     #[error("gRPC reflection: {0}")]
-    Reflection(String),
-}
-
-/// `None` for `rerank.kind = "none"`, else the HTTP reranker at `rerank.url`.
-pub fn reranker_from_config(
-    config: &RerankConfig,
-) -> Result<Option<Arc<dyn Reranker>>, ServiceError> {
-    use weft_rerank_http::{ApiShape, HttpReranker};
-    let shape = match config.kind {
-        RerankKind::None => return Ok(None),
-        RerankKind::Tei => ApiShape::Tei,
-        RerankKind::Cohere => ApiShape::Cohere,
-    };
-    let url = config.url.as_deref().ok_or(ServiceError::Config {
-        key: "rerank.url",
-        message: "is required when rerank.kind is set".into(),
-    })?;
-    let reranker =
-        HttpReranker::new(url, shape, config.model.clone()).map_err(|e| ServiceError::Config {
-            key: "rerank.url",
-            message: e.to_string(),
-        })?;
-    Ok(Some(Arc::new(reranker)))
+    Reflection(#[from] tonic_reflection::server::Error),
 }
 
 /// `weft.v1.QueryService` over a [`QueryEngine`] and the vector index it
@@ -286,8 +253,7 @@ pub async fn serve(
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(weft_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .map_err(|e| ServiceError::Reflection(e.to_string()))?;
+        .build_v1()?;
     let service = QueryServiceServer::new(server)
         .max_decoding_message_size(options.max_message_bytes)
         .max_encoding_message_size(options.max_message_bytes);
@@ -302,49 +268,33 @@ pub async fn serve(
     Ok(())
 }
 
-/// Builds the engine over the stores `[stores]` configures (embedded ones
-/// under `data_dir`) with the configured
-/// embedder (the local model in `model_dir`, or an HTTP API) and reranker.
+/// The server over the stores `[stores]` configures (embedded ones in the
+/// data directory of `locations`), with the configured embedder and
+/// reranker: [`weft_pipeline::wiring::open_query`].
 pub async fn open(
     config: &WeftConfig,
-    data_dir: &Path,
-    model_dir: &Path,
+    locations: &weft_pipeline::Locations,
 ) -> Result<QueryServer, ServiceError> {
-    if config.stores.uses_data_dir() && weft_pipeline::DataDir::new(data_dir).meta()?.is_none() {
-        // Say so before loading a model for nothing.
-        return Err(weft_pipeline::DataDirError::Empty(data_dir.to_owned()).into());
-    }
-    let model = weft_pipeline::embedder_from_config(&config.embedding, model_dir).await?;
-    let stores = weft_pipeline::open_index_stores(
-        &config.stores,
-        data_dir,
-        model.model_id(),
-        model.dimension(),
-        weft_pipeline::StoreAccess::Read,
+    let stack = weft_pipeline::wiring::open_query(
+        config,
+        locations,
+        weft_pipeline::wiring::QueryEmbedder::Needed,
     )
     .await?;
-    tracing::info!(stores = %stores.description, model = model.model_id(), "query service reading");
-    let engine = QueryEngine::new(
-        stores.vectors.clone(),
-        stores.text.clone(),
-        Some(model),
-        reranker_from_config(&config.rerank)?,
-        config.retrieval.clone(),
-    );
-    Ok(QueryServer::new(Arc::new(engine), stores.vectors))
+    tracing::info!(stores = %stack.description, model = %stack.model, "query service reading");
+    Ok(QueryServer::new(stack.engine, stack.vectors))
 }
 
 /// The whole service: opens the stores and the model, binds `listen`, serves
 /// until `shutdown`. Returns the bound address through `on_bound` first.
 pub async fn run(
     config: &WeftConfig,
-    data_dir: &Path,
-    model_dir: &Path,
+    locations: &weft_pipeline::Locations,
     listen: &str,
     on_bound: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ServiceError> {
-    let server = open(config, data_dir, model_dir).await?;
+    let server = open(config, locations).await?;
     let listener = bind(listen).await?;
     let addr = listener.local_addr().map_err(|source| ServiceError::Bind {
         addr: listen.to_owned(),

@@ -25,7 +25,7 @@ struct Served {
     client: QueryServiceClient<tonic::transport::Channel>,
     channel: tonic::transport::Channel,
     stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Result<(), weft_query::ServiceError>>,
+    task: tokio::task::JoinHandle<Result<(), weft_server::ServiceError>>,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
@@ -42,8 +42,7 @@ async fn serve_fixture() -> Served {
         let stores = DataDir::new(data.path())
             .open_for(model.model_id(), model.dimension())
             .unwrap();
-        let indexer =
-            Indexer::new(stores, model.clone(), config.clone(), data.path().join("s")).unwrap();
+        let indexer = Indexer::new(stores, model.clone(), &config, data.path().join("s")).unwrap();
         let summary = indexer
             .index(
                 &SourceSpec::Dir(tree.path().to_owned()),
@@ -56,15 +55,15 @@ async fn serve_fixture() -> Served {
             .unwrap();
         assert_eq!(summary.documents_indexed, 2, "{summary:#?}");
     }
-    let server = weft_query::open(&config, data.path(), &model_dir())
-        .await
-        .unwrap();
-    let listener = weft_query::bind("127.0.0.1:0").await.unwrap();
+    let locations =
+        weft_pipeline::Locations::resolve(&config, Some(data.path().to_owned()), Some(model_dir()));
+    let server = weft_server::open(&config, &locations).await.unwrap();
+    let listener = weft_server::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let options = weft_query::ServeOptions::from_config(&config.query);
+    let options = weft_server::ServeOptions::from_config(&config.query);
     let task = tokio::spawn(async move {
-        weft_query::serve(server, listener, &options, async {
+        weft_server::serve(server, listener, &options, async {
             let _ = stopped.await;
         })
         .await

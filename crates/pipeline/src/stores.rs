@@ -1,14 +1,66 @@
-//! The vector and text indexes of the services, as `[stores]` configures
-//! them: embedded under the data directory, or on Qdrant and Meilisearch
-//! servers shared by every replica.
+//! The stores, as `[stores]` configures them: the vector and text indexes
+//! embedded under the data directory, or on Qdrant and Meilisearch servers
+//! shared by every replica; and [`Stores`], the indexes with the catalog
+//! that records what they hold.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use weft_config::{StoresConfig, TextStoreKind, VectorStoreKind};
-use weft_core::ports::{TextIndex, VectorIndex};
+use weft_core::ports::{Catalog, TextIndex, VectorIndex};
 
 use crate::data_dir::{DataDir, DataDirError};
+
+/// The three stores an index run writes: the vector index, the text index
+/// and the catalog of what they hold.
+#[derive(Clone)]
+pub struct Stores {
+    /// Vectors, with whole chunks as payload.
+    pub vectors: Arc<dyn VectorIndex>,
+    /// Full text.
+    pub text: Arc<dyn TextIndex>,
+    /// What is indexed, by content hash.
+    pub catalog: Arc<dyn Catalog>,
+}
+
+impl Stores {
+    /// The indexes of `indexes` with `catalog`.
+    pub fn new(indexes: IndexStores, catalog: Arc<dyn Catalog>) -> Self {
+        Self {
+            vectors: indexes.vectors,
+            text: indexes.text,
+            catalog,
+        }
+    }
+}
+
+/// Why the stores could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum StoresError {
+    /// An embedded store, or the data directory's marker.
+    #[error(transparent)]
+    DataDir(#[from] DataDirError),
+    /// A setting the chosen store needs is missing.
+    #[error("{key} is not set")]
+    Missing {
+        /// The setting.
+        key: &'static str,
+    },
+    /// The variable that should hold a store's API key is not set.
+    #[error("{key} names the environment variable {variable}, which is not set")]
+    MissingKey {
+        /// The setting naming the variable.
+        key: &'static str,
+        /// The variable.
+        variable: String,
+    },
+    /// The Qdrant server refused or could not be reached.
+    #[error("stores.vector = \"qdrant\": {0}")]
+    Qdrant(#[source] weft_vector_qdrant::QdrantIndexError),
+    /// The Meilisearch server refused or could not be reached.
+    #[error("stores.text = \"meilisearch\": {0}")]
+    Meilisearch(#[source] weft_text_meili::MeiliIndexError),
+}
 
 /// What a service does with the indexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +94,7 @@ pub async fn open_index_stores(
     model_id: &str,
     dimension: usize,
     access: StoreAccess,
-) -> Result<IndexStores, DataDirError> {
+) -> Result<IndexStores, StoresError> {
     let embedded = stores.uses_data_dir();
     let dir = DataDir::new(data_dir);
     if embedded {
@@ -56,7 +108,7 @@ pub async fn open_index_stores(
     // from the vector index's chunks.
     let mut both = match (stores.vector, stores.text) {
         (VectorStoreKind::Embedded, TextStoreKind::Embedded) => {
-            Some(crate::data_dir::open_embedded(data_dir, dimension)?)
+            Some(crate::embedded::open_embedded(data_dir, dimension)?)
         }
         _ => None,
     };
@@ -65,7 +117,7 @@ pub async fn open_index_stores(
             description.push(format!("vectors embedded in {}", data_dir.display()));
             match &both {
                 Some((vectors, _)) => vectors.clone(),
-                None => crate::data_dir::open_vectors(data_dir, dimension)?,
+                None => crate::embedded::open_vectors(data_dir, dimension)?,
             }
         }
         VectorStoreKind::Qdrant => {
@@ -78,7 +130,7 @@ pub async fn open_index_stores(
                 dimension,
             )
             .await
-            .map_err(|e| DataDirError::Store(format!("stores.vector = \"qdrant\": {e}")))?;
+            .map_err(StoresError::Qdrant)?;
             description.push(format!(
                 "vectors in Qdrant {url} collection {}",
                 stores.qdrant_collection
@@ -91,7 +143,7 @@ pub async fn open_index_stores(
             description.push(format!("text embedded in {}", data_dir.display()));
             match both.take() {
                 Some((_, text)) => Arc::new(text),
-                None => Arc::new(crate::data_dir::open_text(data_dir, None)?),
+                None => Arc::new(crate::embedded::open_text(data_dir, None)?),
             }
         }
         TextStoreKind::Meilisearch => {
@@ -99,7 +151,7 @@ pub async fn open_index_stores(
             let key = api_key(&stores.meili_api_key_env, "stores.meili_api_key_env")?;
             let index = weft_text_meili::MeiliTextIndex::connect(url, key, &stores.meili_index)
                 .await
-                .map_err(|e| DataDirError::Store(format!("stores.text = \"meilisearch\": {e}")))?;
+                .map_err(StoresError::Meilisearch)?;
             description.push(format!(
                 "text in Meilisearch {url} index {}",
                 stores.meili_index
@@ -114,22 +166,23 @@ pub async fn open_index_stores(
     })
 }
 
-fn required<'a>(value: &'a Option<String>, key: &str) -> Result<&'a str, DataDirError> {
+fn required<'a>(value: &'a Option<String>, key: &'static str) -> Result<&'a str, StoresError> {
     value
         .as_deref()
         .filter(|v| !v.trim().is_empty())
-        .ok_or_else(|| DataDirError::Store(format!("{key} is not set")))
+        .ok_or(StoresError::Missing { key })
 }
 
-fn api_key(env_name: &Option<String>, key: &str) -> Result<Option<String>, DataDirError> {
+fn api_key(env_name: &Option<String>, key: &'static str) -> Result<Option<String>, StoresError> {
     let Some(name) = env_name else {
         return Ok(None);
     };
     match std::env::var(name) {
         Ok(value) if !value.is_empty() => Ok(Some(value)),
-        _ => Err(DataDirError::Store(format!(
-            "{key} names the environment variable {name}, which is not set"
-        ))),
+        _ => Err(StoresError::MissingKey {
+            key,
+            variable: name.clone(),
+        }),
     }
 }
 
@@ -145,7 +198,10 @@ mod tests {
             .await
             .err()
             .expect("nothing indexed yet");
-        assert!(matches!(err, DataDirError::Empty(_)), "{err}");
+        assert!(
+            matches!(err, StoresError::DataDir(DataDirError::Empty(_))),
+            "{err}"
+        );
         let opened = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
             .await
             .expect("created");
@@ -158,7 +214,13 @@ mod tests {
             .await
             .err()
             .expect("another model");
-        assert!(matches!(err, DataDirError::ModelMismatch { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                StoresError::DataDir(DataDirError::ModelMismatch { .. })
+            ),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -1,0 +1,374 @@
+//! The one write step: a document's chunks into the vector index, the text
+//! index and the catalog, for the embedded indexer and the distributed
+//! embedder alike.
+//!
+//! [`IndexWriter::write`] takes a set of [`DocumentUpdate`]s (several
+//! documents at once) and
+//!
+//! 1. drops updates older than the version the catalog records (a document
+//!    changed twice ends at its last version);
+//! 2. reads, in **one** store call, every chunk stored under the updates'
+//!    chunk ids plus each document's first id past its new end; a chunk
+//!    stored unchanged whose vectors the same embedder made is not embedded
+//!    again;
+//! 3. embeds the rest in calls bounded by count and estimated tokens;
+//! 4. upserts vectors and text, and deletes each document's chunks at or
+//!    past its new `total_chunks` when any are stored (all of a deleted
+//!    document's);
+//! 5. keeps the documents' records for the next [`IndexWriter::checkpoint`],
+//!    which commits both indexes and only then writes the catalog.
+//!
+//! Every id is computed from (document, index), so a replay after a crash
+//! or a redelivery writes the same points again: nothing is duplicated.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use weft_core::ports::{DocumentRecord, Embedder, PortError, PortResult};
+use weft_core::{Chunk, ChunkId, DocumentId, IndexIdentity};
+
+use crate::Stores;
+
+/// A document's new state, to be written.
+#[derive(Debug, Clone)]
+pub struct DocumentUpdate {
+    /// The document.
+    pub document_id: DocumentId,
+    /// Its project.
+    pub project: String,
+    /// Its uri.
+    pub uri: String,
+    /// sha256 of the content the chunks were cut from.
+    pub content_hash: String,
+    /// Where versions are ordered (the distributed pipeline: the sequence
+    /// of the document in the documents stream), the version; else 0. An
+    /// update older than the recorded version is dropped.
+    pub version: u64,
+    /// The fingerprint of the chunker that cut it.
+    pub chunker: String,
+    /// Its chunks, or its deletion.
+    pub content: UpdateContent,
+}
+
+/// What a [`DocumentUpdate`] holds.
+#[derive(Debug, Clone)]
+pub enum UpdateContent {
+    /// The document has `total` chunks; these are some or all of them (the
+    /// distributed pipeline may carry one document in several parts). A
+    /// document that could not be chunked has none: what was indexed of it
+    /// goes, and its record (with no chunks) keeps it from being tried
+    /// again until it changes.
+    Chunks {
+        /// How many chunks the document has.
+        total: u32,
+        /// Chunks of it, in any order.
+        chunks: Vec<Chunk>,
+    },
+    /// The document is gone from its source.
+    Deleted,
+}
+
+impl DocumentUpdate {
+    /// A whole document: all its chunks.
+    pub fn whole(
+        document_id: DocumentId,
+        project: impl Into<String>,
+        uri: impl Into<String>,
+        content_hash: impl Into<String>,
+        chunker: impl Into<String>,
+        chunks: Vec<Chunk>,
+    ) -> Self {
+        Self {
+            document_id,
+            project: project.into(),
+            uri: uri.into(),
+            content_hash: content_hash.into(),
+            version: 0,
+            chunker: chunker.into(),
+            content: UpdateContent::Chunks {
+                total: chunks.len() as u32,
+                chunks,
+            },
+        }
+    }
+
+    /// The deletion of the document a record describes.
+    pub fn deletion(record: &DocumentRecord) -> Self {
+        Self {
+            document_id: record.document_id.clone(),
+            project: record.project.clone(),
+            uri: record.uri.clone(),
+            content_hash: String::new(),
+            version: record.version,
+            chunker: String::new(),
+            content: UpdateContent::Deleted,
+        }
+    }
+
+    /// The chunks it carries (none for a deletion).
+    pub fn chunks(&self) -> &[Chunk] {
+        match &self.content {
+            UpdateContent::Chunks { chunks, .. } => chunks,
+            UpdateContent::Deleted => &[],
+        }
+    }
+
+    /// Chunks at and past this index are surplus.
+    fn keep(&self) -> u32 {
+        match self.content {
+            UpdateContent::Chunks { total, .. } => total,
+            UpdateContent::Deleted => 0,
+        }
+    }
+}
+
+/// What [`IndexWriter::write`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WriteStats {
+    /// Documents written (with their chunks, or none).
+    pub documents_written: usize,
+    /// Documents deleted.
+    pub documents_deleted: usize,
+    /// Updates dropped because the catalog has a newer version.
+    pub documents_stale: usize,
+    /// Chunks embedded and written.
+    pub chunks_embedded: usize,
+    /// Chunks found stored unchanged, with vectors of the same embedder:
+    /// not embedded again.
+    pub chunks_reused: usize,
+    /// Stored chunks deleted: surplus of shrunk documents and deleted ones
+    /// (as the catalog counted them).
+    pub chunks_deleted: usize,
+    /// Time spent in the embedder.
+    #[serde(skip)]
+    pub embedding_time: Duration,
+    /// Embedding calls made.
+    pub embedding_calls: usize,
+}
+
+impl std::ops::AddAssign for WriteStats {
+    fn add_assign(&mut self, other: Self) {
+        self.documents_written += other.documents_written;
+        self.documents_deleted += other.documents_deleted;
+        self.documents_stale += other.documents_stale;
+        self.chunks_embedded += other.chunks_embedded;
+        self.chunks_reused += other.chunks_reused;
+        self.chunks_deleted += other.chunks_deleted;
+        self.embedding_time += other.embedding_time;
+        self.embedding_calls += other.embedding_calls;
+    }
+}
+
+/// Limits of one embedding call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbedBatching {
+    /// Texts per call at most.
+    pub max_texts: usize,
+    /// Estimated tokens (bytes / 4) per call at most; one text over it goes
+    /// alone.
+    pub max_tokens: usize,
+}
+
+/// Writes documents' chunks to the stores and the catalog (see the module
+/// documentation for the steps).
+pub struct IndexWriter {
+    target: Stores,
+    embedder: Arc<dyn Embedder>,
+    /// The embedder's part of the identity recorded per document.
+    embedder_tag: String,
+    batching: EmbedBatching,
+    records: Vec<DocumentRecord>,
+    removed: Vec<DocumentId>,
+    pending_chunks: usize,
+}
+
+impl IndexWriter {
+    /// A writer to the stores `target`, embedding with `embedder`, which the catalog
+    /// names `embedder_tag` ([`crate::embedder_tag`]).
+    pub fn new(
+        target: Stores,
+        embedder: Arc<dyn Embedder>,
+        embedder_tag: impl Into<String>,
+        batching: EmbedBatching,
+    ) -> Self {
+        Self {
+            target,
+            embedder,
+            embedder_tag: embedder_tag.into(),
+            batching,
+            records: Vec::new(),
+            removed: Vec::new(),
+            pending_chunks: 0,
+        }
+    }
+
+    /// Chunks embedded and written since the last checkpoint.
+    pub fn pending_chunks(&self) -> usize {
+        self.pending_chunks
+    }
+
+    /// The identity recorded for documents cut by `chunker` and embedded here.
+    pub fn identity(&self, chunker: &str) -> IndexIdentity {
+        IndexIdentity::new(self.embedder_tag.clone(), chunker)
+    }
+
+    /// Writes `updates` to both indexes; their catalog records wait for the
+    /// next [`IndexWriter::checkpoint`]. On an error nothing of these
+    /// updates is recorded: write them again (ids are computed, a replay
+    /// duplicates nothing).
+    pub async fn write(&mut self, updates: &[DocumentUpdate]) -> PortResult<WriteStats> {
+        let mut stats = WriteStats::default();
+        // Of several versions of a document in one call, the newest wins;
+        // an update older than the recorded version goes.
+        let mut newest: HashMap<&DocumentId, u64> = HashMap::new();
+        for u in updates {
+            let v = newest.entry(&u.document_id).or_insert(0);
+            *v = (*v).max(u.version);
+        }
+        let mut current: Vec<(&DocumentUpdate, Option<DocumentRecord>)> = Vec::new();
+        for u in updates {
+            if newest.get(&u.document_id).is_some_and(|&v| v > u.version) {
+                stats.documents_stale += 1;
+                continue;
+            }
+            let recorded = self.target.catalog.document(&u.document_id).await?;
+            if recorded.as_ref().is_some_and(|r| r.version > u.version) {
+                tracing::info!(uri = %u.uri, version = u.version, "an older version: skipped");
+                stats.documents_stale += 1;
+                continue;
+            }
+            current.push((u, recorded));
+        }
+
+        // One read: every chunk id of the updates, and each document's
+        // first id past its end (stored only if it has surplus chunks).
+        let mut ids: Vec<ChunkId> = Vec::new();
+        for (u, _) in &current {
+            ids.extend(u.chunks().iter().map(Chunk::id));
+            ids.push(ChunkId::new(&u.document_id, u.keep()));
+        }
+        let stored: HashMap<ChunkId, Chunk> = if ids.is_empty() {
+            HashMap::new()
+        } else {
+            self.target
+                .vectors
+                .get(&ids)
+                .await?
+                .into_iter()
+                .map(|c| (c.id(), c))
+                .collect()
+        };
+
+        let mut changed: Vec<&Chunk> = Vec::new();
+        for (u, recorded) in &current {
+            // Stored vectors are reusable only if this embedder made them.
+            let same_embedder = recorded
+                .as_ref()
+                .is_some_and(|r| r.identity.embedder == self.embedder_tag);
+            for chunk in u.chunks() {
+                if same_embedder && stored.get(&chunk.id()) == Some(chunk) {
+                    stats.chunks_reused += 1;
+                } else {
+                    changed.push(chunk);
+                }
+            }
+        }
+        if !changed.is_empty() {
+            let owned: Vec<Chunk> = changed.iter().map(|c| (*c).clone()).collect();
+            let vectors = self.embed(&owned, &mut stats).await?;
+            self.target.vectors.upsert(&owned, &vectors).await?;
+            self.target.text.upsert(&owned).await?;
+            stats.chunks_embedded = owned.len();
+        }
+
+        let mut records = Vec::new();
+        let mut removed = Vec::new();
+        for (u, recorded) in &current {
+            let keep = u.keep();
+            let deleted = matches!(u.content, UpdateContent::Deleted);
+            if deleted || stored.contains_key(&ChunkId::new(&u.document_id, keep)) {
+                self.target
+                    .vectors
+                    .delete_document_from(&u.document_id, keep)
+                    .await?;
+                self.target
+                    .text
+                    .delete_document_from(&u.document_id, keep)
+                    .await?;
+            }
+            if let Some(r) = recorded {
+                stats.chunks_deleted += r.chunk_count.saturating_sub(keep) as usize;
+            }
+            if deleted {
+                stats.documents_deleted += 1;
+                removed.push(u.document_id.clone());
+            } else {
+                stats.documents_written += 1;
+                records.push(DocumentRecord {
+                    document_id: u.document_id.clone(),
+                    project: u.project.clone(),
+                    uri: u.uri.clone(),
+                    content_hash: u.content_hash.clone(),
+                    chunk_count: keep,
+                    identity: self.identity(&u.chunker),
+                    version: u.version,
+                });
+            }
+        }
+        self.pending_chunks += stats.chunks_embedded;
+        // Recorded and removal marks are kept only once everything above worked.
+        self.records.extend(records);
+        self.removed.extend(removed);
+        Ok(stats)
+    }
+
+    /// Makes what was written durable: commits both indexes, then records
+    /// the written documents in the catalog and forgets the deleted ones.
+    /// The records of a failed checkpoint are dropped with it: the updates
+    /// must be written again.
+    pub async fn checkpoint(&mut self) -> PortResult<()> {
+        let records = std::mem::take(&mut self.records);
+        let removed = std::mem::take(&mut self.removed);
+        self.pending_chunks = 0;
+        self.target.vectors.commit().await?;
+        self.target.text.commit().await?;
+        self.target.catalog.put_documents(&records).await?;
+        self.target.catalog.remove_documents(&removed).await?;
+        Ok(())
+    }
+
+    /// Embeds `chunks` in calls bounded by count and estimated tokens.
+    async fn embed(&self, chunks: &[Chunk], stats: &mut WriteStats) -> PortResult<Vec<Vec<f32>>> {
+        let mut vectors = Vec::with_capacity(chunks.len());
+        let mut start = 0;
+        while start < chunks.len() {
+            let mut texts = Vec::new();
+            let mut tokens = 0;
+            let mut end = start;
+            while end < chunks.len() && texts.len() < self.batching.max_texts.max(1) {
+                let text = chunks[end].embedding_text();
+                let estimate = text.len() / 4 + 1;
+                if !texts.is_empty() && tokens + estimate > self.batching.max_tokens {
+                    break;
+                }
+                tokens += estimate;
+                texts.push(text);
+                end += 1;
+            }
+            let started = Instant::now();
+            let batch = self.embedder.embed(&texts).await?;
+            stats.embedding_time += started.elapsed();
+            stats.embedding_calls += 1;
+            if batch.len() != texts.len() {
+                return Err(PortError::new(
+                    format!("embedder {}", self.embedder.model_id()),
+                    format!("{} vectors for {} texts", batch.len(), texts.len()),
+                ));
+            }
+            vectors.extend(batch);
+            start = end;
+        }
+        Ok(vectors)
+    }
+}
