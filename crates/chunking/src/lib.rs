@@ -37,12 +37,15 @@
 /// overload-signature rewrite.
 pub const CHUNKER_VERSION: u32 = 1;
 
+mod asciidoc;
 mod code;
 mod config;
 mod detect;
 pub mod html;
 mod languages;
 mod markdown;
+mod rst;
+mod sections;
 mod span;
 mod text;
 mod typescript;
@@ -259,12 +262,36 @@ impl Chunker {
         };
         file_kind.language = kind.to_owned();
         file_kind.content_type = weft_core::ContentType::Prose;
+        // A Sphinx site serves its sources (`_sources/*.rst.txt`) as text.
+        if kind == "text" {
+            file_kind = match self.detect(uri).strategy {
+                strategy @ (Strategy::Rst | Strategy::AsciiDoc) => FileKind {
+                    strategy,
+                    language: (if strategy == Strategy::Rst {
+                        "rst"
+                    } else {
+                        "asciidoc"
+                    })
+                    .into(),
+                    ..file_kind
+                },
+                _ => detect::refine(file_kind, uri, body),
+            };
+        }
         self.chunk_text_as(project, uri, body, file_kind)
+    }
+
+    /// What the file at `uri` with content `text` is taken for: as
+    /// [`Chunker::detect`], except that a `.txt` file that reads as
+    /// reStructuredText or AsciiDoc is chunked as such, and a `.h` header
+    /// that reads as C++ as C++.
+    pub fn detect_text(&self, uri: &str, text: &str) -> FileKind {
+        detect::refine(self.detect(uri), uri, text)
     }
 
     /// Chunks `text`, the content of the file at `uri` in `project`.
     pub fn chunk_text(&self, project: &str, uri: &str, text: &str) -> ChunkedDocument {
-        let kind = self.detect(uri);
+        let kind = self.detect_text(uri, text);
         self.chunk_text_as(project, uri, text, kind)
     }
 
@@ -304,6 +331,17 @@ impl Chunker {
                 );
                 title = page.title.or(out.title);
                 extracted_text = Some(page.markdown);
+                out.pieces
+            }
+            Strategy::Rst => {
+                let out = rst::chunk(text, &self.config.markdown, kind.is_index_doc, &file_name);
+                title = out.title;
+                out.pieces
+            }
+            Strategy::AsciiDoc => {
+                let out =
+                    asciidoc::chunk(text, &self.config.markdown, kind.is_index_doc, &file_name);
+                title = out.title;
                 out.pieces
             }
             Strategy::Text => text::paragraphs(text, &self.config.text, ""),
