@@ -509,6 +509,9 @@ impl<'a> Ctx<'a> {
     fn definition_name(&self, node: Node<'_>) -> Option<String> {
         let text = |n: Node<'_>| clean_name(&self.text[n.byte_range()]);
         if self.spec.names == NameRule::Declarators {
+            if self.is(self.spec.unnamed, node) {
+                return None;
+            }
             let mut name = self.declared_name(node)?;
             while name.kind() == "qualified_identifier" {
                 name = name.child_by_field_name("name")?;
@@ -568,6 +571,17 @@ impl<'a> Ctx<'a> {
                 n = declarator;
                 continue;
             }
+            // C++'s `Cell& at()`: a reference declarator holds its
+            // declarator in no field.
+            if n.kind().ends_with("_declarator")
+                && let Some(inner) = n
+                    .named_child_count()
+                    .checked_sub(1)
+                    .and_then(|i| n.named_child(i as u32))
+            {
+                n = inner;
+                continue;
+            }
             let mut cursor = n.walk();
             let via = n
                 .named_children(&mut cursor)
@@ -592,6 +606,9 @@ impl<'a> Ctx<'a> {
     /// `int A::B::f()` is `A.B.f`.
     fn qualifier(&self, node: Node<'_>) -> Option<String> {
         if self.spec.names == NameRule::Declarators {
+            if self.is(self.spec.unnamed, node) {
+                return None;
+            }
             let mut name = self.declared_name(node)?;
             let mut scopes = Vec::new();
             while name.kind() == "qualified_identifier" {

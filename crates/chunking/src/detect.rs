@@ -191,7 +191,36 @@ pub(crate) fn refine(kind: FileKind, uri: &str, text: &str) -> FileKind {
                 ..kind
             }
         }
+        // A script without an extension, by its `#!` line.
+        Strategy::Lines if !path.rsplit('/').next().unwrap_or("").contains('.') => {
+            match shebang_language(text) {
+                Some(language) => FileKind {
+                    strategy: Strategy::Code(language),
+                    language: language.name().into(),
+                    content_type: ContentType::Code,
+                    ..kind
+                },
+                None => kind,
+            }
+        }
         _ => kind,
+    }
+}
+
+/// The language of a `#!` line (`#!/bin/sh`, `#!/usr/bin/env bash`), for
+/// the languages that came with their grammars later: shell, Ruby, PHP.
+fn shebang_language(text: &str) -> Option<CodeLanguage> {
+    let first = text.lines().next()?.strip_prefix("#!")?;
+    let mut words = first.split_whitespace();
+    let mut program = words.next()?.rsplit('/').next()?;
+    if program == "env" {
+        program = words.find(|w| !w.starts_with('-'))?;
+    }
+    match program {
+        "sh" | "bash" | "dash" | "ksh" => Some(CodeLanguage::Bash),
+        "ruby" => Some(CodeLanguage::Ruby),
+        "php" => Some(CodeLanguage::Php),
+        _ => None,
     }
 }
 

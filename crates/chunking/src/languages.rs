@@ -65,6 +65,9 @@ pub(crate) struct LanguageSpec {
     /// (`variable_declaration` in `val x = 1`); in such a node without a
     /// `name` field, the first named child is the name.
     pub name_via: &'static [&'static str],
+    /// With [`NameRule::Declarators`]: kinds that are never named, though
+    /// they have a `name` field (a shell `command`'s name is the program).
+    pub unnamed: &'static [&'static str],
 }
 
 /// How the code chunker finds a definition's name.
@@ -172,6 +175,7 @@ static JAVA: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Fields,
     name_via: &[],
+    unnamed: &[],
 };
 
 static TYPESCRIPT: LanguageSpec = LanguageSpec {
@@ -198,6 +202,7 @@ static TYPESCRIPT: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Fields,
     name_via: &[],
+    unnamed: &[],
 };
 
 static JAVASCRIPT: LanguageSpec = LanguageSpec {
@@ -210,6 +215,7 @@ static JAVASCRIPT: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Fields,
     name_via: &[],
+    unnamed: &[],
 };
 
 static PYTHON: LanguageSpec = LanguageSpec {
@@ -226,6 +232,7 @@ static PYTHON: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Fields,
     name_via: &[],
+    unnamed: &[],
 };
 
 static RUST: LanguageSpec = LanguageSpec {
@@ -256,6 +263,7 @@ static RUST: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Fields,
     name_via: &[],
+    unnamed: &[],
 };
 
 static GO: LanguageSpec = LanguageSpec {
@@ -268,6 +276,7 @@ static GO: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Fields,
     name_via: &[],
+    unnamed: &[],
 };
 
 /// `#if`/`#ifdef` blocks: their contents are chunked in their place.
@@ -289,6 +298,7 @@ static C: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Declarators,
     name_via: &[],
+    unnamed: &[],
 };
 
 static CPP: LanguageSpec = LanguageSpec {
@@ -321,6 +331,7 @@ static CPP: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Declarators,
     name_via: &[],
+    unnamed: &[],
 };
 
 static CSHARP: LanguageSpec = LanguageSpec {
@@ -349,6 +360,7 @@ static CSHARP: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Declarators,
     name_via: &["variable_declaration", "variable_declarator"],
+    unnamed: &[],
 };
 
 static RUBY: LanguageSpec = LanguageSpec {
@@ -361,6 +373,7 @@ static RUBY: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Declarators,
     name_via: &[],
+    unnamed: &[],
 };
 
 static PHP: LanguageSpec = LanguageSpec {
@@ -388,6 +401,7 @@ static PHP: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Declarators,
     name_via: &["property_element", "const_element"],
+    unnamed: &[],
 };
 
 static BASH: LanguageSpec = LanguageSpec {
@@ -400,6 +414,7 @@ static BASH: LanguageSpec = LanguageSpec {
     bodies: &[],
     names: NameRule::Declarators,
     name_via: &[],
+    unnamed: &["command"],
 };
 
 static KOTLIN: LanguageSpec = LanguageSpec {
@@ -416,4 +431,5 @@ static KOTLIN: LanguageSpec = LanguageSpec {
     bodies: &["class_body", "enum_class_body", "block"],
     names: NameRule::Declarators,
     name_via: &["variable_declaration"],
+    unnamed: &[],
 };

@@ -5,11 +5,19 @@
 //!
 //! | files | chunker |
 //! |---|---|
-//! | Java, TypeScript/TSX, JavaScript, Python, Rust, Go | tree-sitter: one chunk per definition, large classes into header + members, large functions into parts |
+//! | Java, TypeScript/TSX, JavaScript, Python, Rust, Go, C, C++, C#, Ruby, PHP, shell (sh/bash), Kotlin | tree-sitter: one chunk per definition, large classes into header + members, large functions into parts; `section` is the symbol path (`Outer.Inner.method`) |
 //! | Markdown | heading sections with a breadcrumb; front matter alone; fenced code never split |
+//! | reStructuredText (`.rst`, `.rest`, `.rst.txt`, and `.txt` that reads as reST) | sections from the title adornments (levels in the order styles first appear) with a breadcrumb; directives, literal blocks and tables never split |
+//! | AsciiDoc (`.adoc`, `.asciidoc`, `.asc`, and `.txt` that reads as AsciiDoc) | sections from `=` titles (and two-line titles) with a breadcrumb; delimited blocks never split; attribute lines stay with their title |
 //! | HTML | main content to markdown, then as markdown |
 //! | plain text | paragraphs merged to a target size, with overlap |
 //! | anything else | 50-line windows with 10 lines of overlap |
+//!
+//! The markup chunkers share the `markdown.*` sizes: a section over
+//! `markdown.max_chars` splits at block boundaries into "(Part i/n)", and
+//! README/index documents stay whole up to `markdown.index_max_chars`.
+//! Languages are a grammar plus a table of node kinds (`languages.rs`);
+//! the code chunker is the same for all of them.
 //!
 //! Every result satisfies [`weft_core::invariants::check`]: chunk `content`
 //! is the exact source slice, chunks are in order, and every non-blank line
@@ -35,7 +43,10 @@
 /// part of [`Chunker::fingerprint`], which [`weft_core::index_tag`] records).
 /// 1: the first versioned chunker, with the TypeScript type-parameter and
 /// overload-signature rewrite.
-pub const CHUNKER_VERSION: u32 = 1;
+/// 2: reStructuredText and AsciiDoc by sections (`.rst`, `.adoc`, and `.txt`
+/// that reads as either); C, C++, C#, Ruby, PHP, shell and Kotlin by
+/// definitions (were line windows).
+pub const CHUNKER_VERSION: u32 = 2;
 
 mod asciidoc;
 mod code;

@@ -22,6 +22,17 @@ const NAMES: &[&str] = &[
     "a.weird",
     "README.md",
     "a.d.ts",
+    "a.c",
+    "a.hpp",
+    "A.cs",
+    "a.rb",
+    "a.php",
+    "a.sh",
+    "A.kt",
+    "a.rst",
+    "a.adoc",
+    "README.rst",
+    "a.rst.txt",
 ];
 
 fn chunkers() -> Vec<Chunker> {
@@ -104,6 +115,32 @@ fn hostile_text() -> impl Strategy<Value = String> {
         "</h2>",
         "<main>",
         "<p>",
+        "====\n",
+        "----\n",
+        "~~~~\n",
+        "Title\n",
+        ".. ",
+        ".. note::\n",
+        ".. code-block:: c\n",
+        "::\n",
+        ":field: ",
+        "-a, --all  ",
+        "+---+\n",
+        "| x |\n",
+        "|===\n",
+        "[source,java]\n",
+        ".Title\n",
+        "= ",
+        "== ",
+        "+\n",
+        "....\n",
+        "--\n",
+        "#include ",
+        "namespace ",
+        "template <",
+        "public:",
+        "<?php",
+        "end\n",
         "\n",
         "\n\n",
         "\r\n",
@@ -210,6 +247,11 @@ fn pathological_shapes() {
         format!("```\n{}", "code\n".repeat(2000)),         // unclosed fence
         "/*".repeat(3000),                                 // unclosed comments
         "---\ntitle: x\n".to_owned(),                      // unclosed front matter
+        "Title\n=====\n".repeat(2_000),                    // only reST titles
+        format!(".. note::\n\n{}", "   x\n".repeat(3000)), // one huge directive
+        format!("= T\n\n----\n{}", "code\n".repeat(2000)), // unclosed listing block
+        "#ifdef A\n".repeat(3_000),                        // deep unclosed #ifdef
+        format!("namespace a {{{}}}", "namespace b { ".repeat(500)), // nested namespaces
     ];
     for text in cases {
         check_all(&text)
