@@ -232,8 +232,20 @@ pub(crate) fn looks_like_asciidoc(text: &str) -> bool {
     let mut rst = 0usize;
     let mut open: Option<&str> = None;
     let mut prev = "";
-    for l in sample.lines() {
+    let all: Vec<&str> = sample.lines().collect();
+    for (k, l) in all.iter().copied().enumerate() {
         let t = l.trim_end();
+        // A labeled list item (`--all::`, `core.bare::`) with its
+        // definition or the next term right under it (reST's `::` is
+        // followed by a blank line).
+        if open.is_none()
+            && t.ends_with("::")
+            && indent(l) == 0
+            && !t.starts_with("..")
+            && all.get(k + 1).is_some_and(|n| !n.trim().is_empty())
+        {
+            marks += 1;
+        }
         let underline = titleable(prev)
             && t.chars().next().and_then(underline_level).is_some()
             && prev.trim_end().chars().count().abs_diff(t.len()) <= 2;

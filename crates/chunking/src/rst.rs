@@ -447,13 +447,18 @@ pub(crate) fn looks_like_rst(text: &str) -> bool {
         .filter(|t| t.text.chars().any(char::is_alphanumeric))
         .count();
     let mut marks = 0usize;
-    for &(s, e) in &lines {
+    for (k, &(s, e)) in lines.iter().enumerate() {
         let l = &sample[s..e];
+        // A literal block's `::` is followed by a blank line; AsciiDoc's
+        // labeled list `term::` by its definition.
+        let next_blank = lines
+            .get(k + 1)
+            .is_none_or(|&(s, e)| sample[s..e].trim().is_empty());
         if directive_name(l).is_some() || l.trim_start().starts_with(".. _") {
             marks += 1;
         } else if l.contains(":`") && has_role(l) {
             marks += 1;
-        } else if l.trim_end().ends_with("::") && !l.trim_start().starts_with("..") {
+        } else if l.trim_end().ends_with("::") && !l.trim_start().starts_with("..") && next_blank {
             marks += 1;
         }
     }
