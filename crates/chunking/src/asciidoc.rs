@@ -160,7 +160,7 @@ fn scan(text: &str) -> Outline {
             && line(i + 1)
                 .trim_end()
                 .chars()
-                .all(|c| Some(c) == line(i + 1).chars().next())
+                .all(|c| line(i + 1).starts_with(c))
             && l.trim_end()
                 .chars()
                 .count()

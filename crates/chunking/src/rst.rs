@@ -454,13 +454,11 @@ pub(crate) fn looks_like_rst(text: &str) -> bool {
         let next_blank = lines
             .get(k + 1)
             .is_none_or(|&(s, e)| sample[s..e].trim().is_empty());
-        if directive_name(l).is_some() || l.trim_start().starts_with(".. _") {
-            marks += 1;
-        } else if l.contains(":`") && has_role(l) {
-            marks += 1;
-        } else if l.trim_end().ends_with("::") && !l.trim_start().starts_with("..") && next_blank {
-            marks += 1;
-        }
+        let directive = directive_name(l).is_some() || l.trim_start().starts_with(".. _");
+        let role = l.contains(":`") && has_role(l);
+        let literal =
+            l.trim_end().ends_with("::") && !l.trim_start().starts_with("..") && next_blank;
+        marks += usize::from(directive || role || literal);
     }
     (n_titles >= 1 && marks >= 1) || n_titles >= 2 || marks >= 3
 }
