@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use tree_sitter::{Node, Parser, Tree};
 
-use crate::languages::{CodeLanguage, LanguageSpec};
+use crate::languages::{CodeLanguage, LanguageSpec, NameRule};
 use crate::span::{Measure, Piece, greedy_cuts, number_parts, skip_ws, split_by_size, trim_end};
 use crate::typescript;
 use weft_config::CodeConfig;
@@ -118,6 +118,7 @@ pub(crate) fn chunk(language: CodeLanguage, text: &str, config: &CodeConfig) -> 
             warning,
         };
     }
+    let children = ctx.expand_transparent(&children);
     let pieces = ctx.chunk_level(&children, range, "", 0);
     CodeOutcome::Chunked {
         pieces: pieces.into_iter().map(|m| m.piece).collect(),
@@ -257,7 +258,8 @@ impl<'a> Ctx<'a> {
                 mergeable: true,
             }];
         }
-        if let Some((owner, body)) = find_body(def).filter(|_| depth < MAX_DEPTH) {
+        if let Some((owner, body)) = find_body(def, self.spec.bodies).filter(|_| depth < MAX_DEPTH)
+        {
             if !self.is(self.spec.containers, owner) {
                 return self.statement_parts(range, body, &section, &node_type, name);
             }
@@ -330,7 +332,61 @@ impl<'a> Ctx<'a> {
                 out.push(child);
             }
         }
+        if self.spec.transparent.is_empty() {
+            out
+        } else {
+            self.expand_transparent(&out)
+        }
+    }
+
+    /// `nodes` with every transparent wrapper (namespace, `#ifdef` guard…)
+    /// replaced by its contents, recursively, in source order. The
+    /// wrapper's own lines (`namespace a {`, `#endif`) lie between the
+    /// units and so still fall in a chunk.
+    fn expand_transparent<'t>(&self, nodes: &[Node<'t>]) -> Vec<Node<'t>> {
+        let mut out = Vec::with_capacity(nodes.len());
+        for &node in nodes {
+            self.expand_into(node, &mut out, 0);
+        }
         out
+    }
+
+    fn expand_into<'t>(&self, node: Node<'t>, out: &mut Vec<Node<'t>>, depth: usize) {
+        if depth >= MAX_DEPTH || !node.is_named() || !self.is(self.spec.transparent, node) {
+            out.push(node);
+            return;
+        }
+        let contents: Vec<Node<'t>> = match node.child_by_field_name("body") {
+            Some(body) => {
+                let mut cursor = body.walk();
+                body.named_children(&mut cursor).collect()
+            }
+            None => {
+                let mut cursor = node.walk();
+                let mut contents = Vec::new();
+                if cursor.goto_first_child() {
+                    loop {
+                        let child = cursor.node();
+                        if child.is_named()
+                            && matches!(cursor.field_name(), None | Some("alternative"))
+                        {
+                            contents.push(child);
+                        }
+                        if !cursor.goto_next_sibling() {
+                            break;
+                        }
+                    }
+                }
+                contents
+            }
+        };
+        if contents.is_empty() {
+            out.push(node);
+            return;
+        }
+        for child in contents {
+            self.expand_into(child, out, depth + 1);
+        }
     }
 
     /// "Members of Outer.Inner: a, b, c" for the header's embedded text.
@@ -452,6 +508,16 @@ impl<'a> Ctx<'a> {
     /// The name of a definition node, where it has one.
     fn definition_name(&self, node: Node<'_>) -> Option<String> {
         let text = |n: Node<'_>| clean_name(&self.text[n.byte_range()]);
+        if self.spec.names == NameRule::Declarators {
+            if self.is(self.spec.unnamed, node) {
+                return None;
+            }
+            let mut name = self.declared_name(node)?;
+            while name.kind() == "qualified_identifier" {
+                name = name.child_by_field_name("name")?;
+            }
+            return Some(text(name));
+        }
         match node.kind() {
             // `impl<T> Display for Wrapper<T>` is named `Wrapper`.
             "impl_item" => node.child_by_field_name("type").map(|t| {
@@ -488,8 +554,71 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The type a Go method belongs to: its section is `Type.method`.
+    /// The node that names a definition under [`NameRule::Declarators`]:
+    /// its `name` field, else the end of its `declarator` chain, else the
+    /// first child of a `name_via` node. A C++ `qualified_identifier`
+    /// (`A::f`) is returned whole.
+    fn declared_name<'t>(&self, node: Node<'t>) -> Option<Node<'t>> {
+        let mut n = node;
+        for _ in 0..16 {
+            if n.kind() == "qualified_identifier" {
+                return Some(n);
+            }
+            if let Some(name) = n.child_by_field_name("name") {
+                return Some(name);
+            }
+            if let Some(declarator) = n.child_by_field_name("declarator") {
+                n = declarator;
+                continue;
+            }
+            // C++'s `Cell& at()`: a reference declarator holds its
+            // declarator in no field.
+            if n.kind().ends_with("_declarator")
+                && let Some(inner) = n
+                    .named_child_count()
+                    .checked_sub(1)
+                    .and_then(|i| n.named_child(i as u32))
+            {
+                n = inner;
+                continue;
+            }
+            let mut cursor = n.walk();
+            let via = n
+                .named_children(&mut cursor)
+                .find(|c| self.is(self.spec.name_via, *c));
+            if let Some(via) = via {
+                n = via;
+                continue;
+            }
+            if n.id() == node.id() {
+                return None;
+            }
+            if self.is(self.spec.name_via, n) {
+                return n.named_child(0);
+            }
+            return Some(n);
+        }
+        None
+    }
+
+    /// The type a Go method belongs to: its section is `Type.method`. Under
+    /// [`NameRule::Declarators`], the scope of a qualified name: C++'s
+    /// `int A::B::f()` is `A.B.f`.
     fn qualifier(&self, node: Node<'_>) -> Option<String> {
+        if self.spec.names == NameRule::Declarators {
+            if self.is(self.spec.unnamed, node) {
+                return None;
+            }
+            let mut name = self.declared_name(node)?;
+            let mut scopes = Vec::new();
+            while name.kind() == "qualified_identifier" {
+                if let Some(scope) = name.child_by_field_name("scope") {
+                    scopes.push(clean_name(&self.text[scope.byte_range()]).replace("::", "."));
+                }
+                name = name.child_by_field_name("name")?;
+            }
+            return (!scopes.is_empty()).then(|| scopes.join("."));
+        }
         if self.language != CodeLanguage::Go || node.kind() != "method_declaration" {
             return None;
         }
@@ -516,6 +645,11 @@ fn unwrap_definition(mut node: Node<'_>) -> Node<'_> {
                 .or_else(|| node.child_by_field_name("value")),
             "decorated_definition" => node.child_by_field_name("definition"),
             "ambient_declaration" => node.named_child(0),
+            // C++ `template <…> class A`: the declaration is the last child.
+            "template_declaration" => node
+                .named_child_count()
+                .checked_sub(1)
+                .and_then(|i| node.named_child(i as u32)),
             _ => None,
         };
         match inner {
@@ -529,10 +663,15 @@ fn unwrap_definition(mut node: Node<'_>) -> Node<'_> {
 /// Finds the node whose children a large definition splits at, and the node
 /// that owns it: the `body` field, found by descending into the child that
 /// holds most of the text (export wrappers, declarators, arrow functions…).
-fn find_body(def: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
+fn find_body<'t>(def: Node<'t>, bodies: &[&str]) -> Option<(Node<'t>, Node<'t>)> {
     let mut node = def;
     for _ in 0..8 {
-        if let Some(body) = node.child_by_field_name("body") {
+        let body = node.child_by_field_name("body").or_else(|| {
+            let mut cursor = node.walk();
+            node.named_children(&mut cursor)
+                .find(|c| bodies.contains(&c.kind()))
+        });
+        if let Some(body) = body {
             return (body.named_child_count() > 0).then_some((node, body));
         }
         let mut cursor = node.walk();

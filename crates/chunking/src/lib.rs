@@ -5,11 +5,19 @@
 //!
 //! | files | chunker |
 //! |---|---|
-//! | Java, TypeScript/TSX, JavaScript, Python, Rust, Go | tree-sitter: one chunk per definition, large classes into header + members, large functions into parts |
+//! | Java, TypeScript/TSX, JavaScript, Python, Rust, Go, C, C++, C#, Ruby, PHP, shell (sh/bash), Kotlin | tree-sitter: one chunk per definition, large classes into header + members, large functions into parts; `section` is the symbol path (`Outer.Inner.method`) |
 //! | Markdown | heading sections with a breadcrumb; front matter alone; fenced code never split |
+//! | reStructuredText (`.rst`, `.rest`, `.rst.txt`, and `.txt` that reads as reST) | sections from the title adornments (levels in the order styles first appear) with a breadcrumb; directives, literal blocks and tables never split |
+//! | AsciiDoc (`.adoc`, `.asciidoc`, `.asc`, and `.txt` that reads as AsciiDoc) | sections from `=` titles (and two-line titles) with a breadcrumb; delimited blocks never split; attribute lines stay with their title |
 //! | HTML | main content to markdown, then as markdown |
 //! | plain text | paragraphs merged to a target size, with overlap |
 //! | anything else | 50-line windows with 10 lines of overlap |
+//!
+//! The markup chunkers share the `markdown.*` sizes: a section over
+//! `markdown.max_chars` splits at block boundaries into "(Part i/n)", and
+//! README/index documents stay whole up to `markdown.index_max_chars`.
+//! Languages are a grammar plus a table of node kinds (`languages.rs`);
+//! the code chunker is the same for all of them.
 //!
 //! Every result satisfies [`weft_core::invariants::check`]: chunk `content`
 //! is the exact source slice, chunks are in order, and every non-blank line
@@ -35,13 +43,19 @@
 /// part of [`Chunker::fingerprint`], which [`weft_core::index_tag`] records).
 /// 1: the first versioned chunker, with the TypeScript type-parameter and
 /// overload-signature rewrite.
-pub const CHUNKER_VERSION: u32 = 1;
+/// 2: reStructuredText and AsciiDoc by sections (`.rst`, `.adoc`, and `.txt`
+/// that reads as either); C, C++, C#, Ruby, PHP, shell and Kotlin by
+/// definitions (were line windows).
+pub const CHUNKER_VERSION: u32 = 2;
 
+mod asciidoc;
 mod code;
 mod detect;
 pub mod html;
 mod languages;
 mod markdown;
+mod rst;
+mod sections;
 mod span;
 mod text;
 mod typescript;
@@ -280,12 +294,36 @@ impl Chunker {
         };
         file_kind.language = kind.to_owned();
         file_kind.content_type = weft_core::ContentType::Prose;
+        // A Sphinx site serves its sources (`_sources/*.rst.txt`) as text.
+        if kind == "text" {
+            file_kind = match self.detect(uri).strategy {
+                strategy @ (Strategy::Rst | Strategy::AsciiDoc) => FileKind {
+                    strategy,
+                    language: (if strategy == Strategy::Rst {
+                        "rst"
+                    } else {
+                        "asciidoc"
+                    })
+                    .into(),
+                    ..file_kind
+                },
+                _ => detect::refine(file_kind, uri, body),
+            };
+        }
         self.chunk_text_as(project, uri, body, file_kind)
+    }
+
+    /// What the file at `uri` with content `text` is taken for: as
+    /// [`Chunker::detect`], except that a `.txt` file that reads as
+    /// reStructuredText or AsciiDoc is chunked as such, and a `.h` header
+    /// that reads as C++ as C++.
+    pub fn detect_text(&self, uri: &str, text: &str) -> FileKind {
+        detect::refine(self.detect(uri), uri, text)
     }
 
     /// Chunks `text`, the content of the file at `uri` in `project`.
     pub fn chunk_text(&self, project: &str, uri: &str, text: &str) -> ChunkedDocument {
-        let kind = self.detect(uri);
+        let kind = self.detect_text(uri, text);
         self.chunk_text_as(project, uri, text, kind)
     }
 
@@ -325,6 +363,17 @@ impl Chunker {
                 );
                 title = page.title.or(out.title);
                 extracted_text = Some(page.markdown);
+                out.pieces
+            }
+            Strategy::Rst => {
+                let out = rst::chunk(text, &self.config.markdown, kind.is_index_doc, &file_name);
+                title = out.title;
+                out.pieces
+            }
+            Strategy::AsciiDoc => {
+                let out =
+                    asciidoc::chunk(text, &self.config.markdown, kind.is_index_doc, &file_name);
+                title = out.title;
                 out.pieces
             }
             Strategy::Text => text::paragraphs(text, &self.config.text, ""),

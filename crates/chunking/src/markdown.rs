@@ -4,7 +4,7 @@
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-use crate::span::{Measure, Piece, greedy_cuts, number_parts, skip_ws, split_by_size, trim_end};
+use crate::span::{Measure, Piece, skip_ws, split_section, trim_end};
 use weft_config::MarkdownConfig;
 
 /// What the markdown chunker found and made.
@@ -147,27 +147,16 @@ fn section(
     label: &str,
     out: &mut Vec<Piece>,
 ) {
-    if measure.chars(range.0, range.1) <= config.max_chars {
-        out.push(Piece::new(range.0, range.1, label, "section"));
-        return;
-    }
-    let cuts = greedy_cuts(
+    split_section(
+        text,
         measure,
         range,
-        outline.blocks.iter().copied(),
+        &outline.blocks,
+        &outline.code,
         config.max_chars,
-        config.max_chars / 8,
+        label,
+        out,
     );
-    let mut parts = Vec::new();
-    for (i, &cut) in cuts.iter().enumerate() {
-        let next = cuts.get(i + 1).copied().unwrap_or(range.1);
-        let end = trim_end(text, cut, next);
-        for (s, e) in split_by_size(text, measure, cut, end, config.max_chars, &outline.code) {
-            parts.push(Piece::new(s, e, label, "section"));
-        }
-    }
-    number_parts(&mut parts);
-    out.extend(parts);
 }
 
 /// Finds front matter, headings, top-level blocks and code blocks.

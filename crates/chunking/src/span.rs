@@ -240,6 +240,44 @@ pub(crate) fn number_parts(pieces: &mut [Piece]) {
     }
 }
 
+/// One section of a document (markdown, reST, AsciiDoc) labelled `label`:
+/// whole if it fits in `max_chars`, else parts cut at `blocks` (block
+/// starts, sorted) and then by size, never inside a `keep` range, numbered
+/// "(Part i/n)".
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn split_section(
+    text: &str,
+    measure: Measure<'_>,
+    range: (usize, usize),
+    blocks: &[usize],
+    keep: &[(usize, usize)],
+    max_chars: usize,
+    label: &str,
+    out: &mut Vec<Piece>,
+) {
+    if measure.chars(range.0, range.1) <= max_chars {
+        out.push(Piece::new(range.0, range.1, label, "section"));
+        return;
+    }
+    let cuts = greedy_cuts(
+        measure,
+        range,
+        blocks.iter().copied(),
+        max_chars,
+        max_chars / 8,
+    );
+    let mut parts = Vec::new();
+    for (i, &cut) in cuts.iter().enumerate() {
+        let next = cuts.get(i + 1).copied().unwrap_or(range.1);
+        let end = trim_end(text, cut, next);
+        for (s, e) in split_by_size(text, measure, cut, end, max_chars, keep) {
+            parts.push(Piece::new(s, e, label, "section"));
+        }
+    }
+    number_parts(&mut parts);
+    out.extend(parts);
+}
+
 /// Chooses where to cut `range` among `candidates` (sorted positions inside
 /// it, each the start of a block that must not be split): every part takes
 /// whole blocks while it stays within `max_chars`; a part whose first block is

@@ -297,6 +297,312 @@ fn markdown_sections_have_breadcrumbs_and_front_matter_stands_alone() {
     );
 }
 
+/// The first chunk of the unit `section`: the section itself, or its
+/// "(Part 1/n)" when it was split.
+fn by_unit<'a>(doc: &'a ChunkedDocument, section: &str) -> &'a Chunk {
+    doc.chunks
+        .iter()
+        .find(|c| weft_core::retrieval::unit_of(&c.section).0 == section)
+        .unwrap_or_else(|| {
+            let sections: Vec<&str> = doc.chunks.iter().map(|c| c.section.as_str()).collect();
+            panic!("no chunk of unit {section:?}; sections: {sections:?}")
+        })
+}
+
+/// The language, content type and kind of every chunk of a fixture.
+fn assert_code(doc: &ChunkedDocument, language: &str) {
+    assert!(
+        doc.chunks
+            .iter()
+            .all(|c| c.language == language && c.content_type == ContentType::Code),
+        "{language}"
+    );
+    assert!(matches!(doc.kind.strategy, Strategy::Code(_)));
+    assert!(doc.chunks.iter().all(|c| c.node_type != "lines"));
+}
+
+#[test]
+fn c_functions_are_named_through_their_declarators() {
+    let (_, doc) = chunk(&small(), "geometry.c");
+    assert_code(&doc, "c");
+    // `static double distance(...)`: the name is under a function declarator.
+    let push = by_section(&doc, "polygon_push");
+    assert_eq!(push.node_type, "function_definition");
+    assert_eq!(push.node_name.as_deref(), Some("polygon_push"));
+    assert!(
+        push.content.starts_with("/**\n * Appends a point"),
+        "{}",
+        push.content
+    );
+    by_section(&doc, "polygon_signed_area");
+    assert!(doc.chunks[0].content.starts_with("/*\n * geometry.c"));
+}
+
+#[test]
+fn cpp_namespaces_are_transparent_and_members_have_symbol_paths() {
+    let (_, doc) = chunk(&small(), "widget.hpp");
+    assert_code(&doc, "cpp");
+    // A template class inside `namespace ui {`: header, then members.
+    let header = by_section(&doc, "Widget");
+    assert_eq!(header.node_type, "class_specifier");
+    assert!(
+        header
+            .content
+            .contains("template <typename Cell>\nclass Widget : public Base {")
+    );
+    let resize = by_unit(&doc, "Widget.resize");
+    assert!(
+        resize.content.starts_with("/// Resizes the buffer"),
+        "{}",
+        resize.content
+    );
+    // `void ui::Renderer::draw(…)` outside the class.
+    let draw = by_unit(&doc, "ui.Renderer.draw");
+    assert_eq!(draw.node_name.as_deref(), Some("draw"));
+    by_section(&doc, "Widget.at");
+}
+
+#[test]
+fn csharp_classes_split_into_members_inside_their_namespace() {
+    let (_, doc) = chunk(&small(), "Inventory.cs");
+    assert_code(&doc, "csharp");
+    let header = by_section(&doc, "Inventory");
+    assert!(header.content.starts_with("using System;"));
+    assert!(header.content.contains("namespace Acme.Warehouse\n{"));
+    assert!(
+        header
+            .content
+            .contains("[Serializable]\n    public sealed class Inventory")
+    );
+    let ship = by_unit(&doc, "Inventory.Ship");
+    assert_eq!(ship.node_type, "method_declaration");
+    assert!(
+        ship.content
+            .starts_with("/// <summary>\n        /// Removes units")
+    );
+}
+
+#[test]
+fn ruby_modules_classes_and_methods_nest() {
+    let (_, doc) = chunk(&small(), "cache.rb");
+    assert_code(&doc, "ruby");
+    let fetch = by_section(&doc, "Acme.LruCache.fetch");
+    assert_eq!(fetch.node_type, "method");
+    assert!(fetch.content.starts_with("# Returns the cached value"));
+    let sections: Vec<&str> = doc.chunks.iter().map(|c| c.section.as_str()).collect();
+    assert!(
+        sections.iter().any(|s| s.starts_with("Acme.LruCache")),
+        "{sections:?}"
+    );
+}
+
+#[test]
+fn php_classes_keep_their_preamble_and_doc_comments() {
+    let (_, doc) = chunk(&small(), "Repository.php");
+    assert_code(&doc, "php");
+    let header = by_section(&doc, "UserRepository");
+    assert!(
+        header
+            .content
+            .starts_with("<?php\n\ndeclare(strict_types=1);")
+    );
+    assert!(
+        header
+            .content
+            .contains("#[Repository(table: 'users')]\nfinal class")
+    );
+    let find = by_unit(&doc, "UserRepository.find");
+    assert!(find.content.starts_with("/**\n     * Finds a user by id"));
+    by_section(&doc, "UserRepository.save");
+}
+
+#[test]
+fn shell_functions_are_definitions_and_commands_are_not_names() {
+    let (_, doc) = chunk(&small(), "deploy.sh");
+    assert_code(&doc, "shell");
+    let build = by_section(&doc, "build");
+    assert_eq!(build.node_type, "function_definition");
+    assert!(build.content.starts_with("# Builds the site"));
+    by_section(&doc, "upload");
+    assert!(
+        doc.chunks
+            .iter()
+            .all(|c| c.section != "set" && c.section != "rsync")
+    );
+}
+
+#[test]
+fn kotlin_classes_split_into_members_with_their_package_and_annotations() {
+    let (_, doc) = chunk(&small(), "Scheduler.kt");
+    assert_code(&doc, "kotlin");
+    let header = by_section(&doc, "Scheduler");
+    assert!(header.content.starts_with("package com.acme.jobs"));
+    assert!(
+        header
+            .content
+            .contains("@Suppress(\"MemberVisibilityCanBePrivate\")\nclass Scheduler")
+    );
+    let tick = by_unit(&doc, "Scheduler.tick");
+    assert_eq!(tick.node_type, "function_declaration");
+    assert!(tick.content.starts_with("/**\n     * Runs every job"));
+}
+
+#[test]
+fn rst_sections_follow_the_adornment_hierarchy() {
+    let chunker = Chunker::new(ChunkingConfig::default()).unwrap();
+    let (_, doc) = chunk(&chunker, "install.rst");
+    assert_eq!(doc.kind.strategy, Strategy::Rst);
+    assert_eq!(doc.title, "Installation");
+    assert!(
+        doc.chunks
+            .iter()
+            .all(|c| c.language == "rst" && c.content_type == ContentType::Prose)
+    );
+    let sections: Vec<&str> = doc.chunks.iter().map(|c| c.section.as_str()).collect();
+    assert_eq!(
+        sections,
+        vec![
+            "Installation",
+            "Installation > Requirements",
+            "Installation > Requirements > On Linux",
+            "Installation > Requirements > On Linux > Options",
+            "Installation > Requirements > On a cluster",
+            "Installation > Upgrading",
+        ]
+    );
+    // The label before the document title and the field list under it stay
+    // with the title; the label before "On Linux" starts its section.
+    assert!(
+        doc.chunks[0]
+            .content
+            .starts_with(".. _installation:\n\n============\nInstallation")
+    );
+    assert!(
+        doc.chunks[0]
+            .content
+            .contains(":Audience: operators\n:Version: 2.1")
+    );
+    let linux = by_section(&doc, "Installation > Requirements > On Linux");
+    assert!(
+        linux
+            .content
+            .starts_with(".. _install-linux:\n\nOn Linux\n--------")
+    );
+    let options = by_section(&doc, "Installation > Requirements > On Linux > Options");
+    assert!(options.content.contains("-q, --quiet     Log only errors."));
+}
+
+#[test]
+fn rst_long_sections_split_into_parts_without_cutting_blocks() {
+    let (source, doc) = chunk(&small(), "install.rst");
+    let parts: Vec<&Chunk> = doc
+        .chunks
+        .iter()
+        .filter(|c| {
+            c.section
+                .starts_with("Installation > Requirements > On Linux (Part ")
+        })
+        .collect();
+    assert!(
+        parts.len() >= 2,
+        "{:?}",
+        doc.chunks.iter().map(|c| &c.section).collect::<Vec<_>>()
+    );
+    // Every part names the same unit, so a hit on one brings back the rest.
+    for part in &parts {
+        let (unit, part) = weft_core::retrieval::unit_of(&part.section);
+        assert_eq!(unit, "Installation > Requirements > On Linux");
+        assert!(part.is_some());
+    }
+    let whole = |block: &str| {
+        assert!(source.contains(block), "{block}");
+        assert!(
+            doc.chunks.iter().any(|c| c.content.contains(block)),
+            "split: {block}"
+        );
+    };
+    whole(
+        ".. code-block:: console\n\n   $ sudo apt-get install example-server\n   $ sudo systemctl enable --now example-server\n   $ sudo systemctl status example-server",
+    );
+    whole("A minimal\none looks like this::\n\n   [server]");
+    whole(
+        "+------------+---------+----------------------------+\n| Database   | Version | Notes                      |",
+    );
+    whole(
+        "| MySQL      | 8.0+    | with ``utf8mb4`` only      |\n+------------+---------+----------------------------+",
+    );
+}
+
+#[test]
+fn rst_in_txt_files_is_known_by_its_content() {
+    let (_, doc) = chunk(&small(), "tutorial.txt");
+    assert_eq!(doc.kind.strategy, Strategy::Rst);
+    assert_eq!(doc.kind.language, "rst");
+    assert_eq!(doc.title, "Writing your first app, part 1");
+    by_unit(&doc, "Writing your first app, part 1 > Creating a project");
+    // Ordinary prose in a .txt file is still plain text.
+    let (_, notes) = chunk(&small(), "notes.txt");
+    assert_eq!(notes.kind.strategy, Strategy::Text);
+}
+
+#[test]
+fn asciidoc_sections_keep_attributes_and_delimited_blocks() {
+    let (_, doc) = chunk(&small(), "guide.adoc");
+    assert_eq!(doc.kind.strategy, Strategy::AsciiDoc);
+    assert_eq!(doc.title, "Operator Guide");
+    assert!(doc.chunks.iter().all(|c| c.language == "asciidoc"));
+    assert!(
+        doc.chunks[0]
+            .content
+            .starts_with("= Operator Guide\n:toc: left\n:icons: font")
+    );
+    let linux: Vec<&Chunk> = doc
+        .chunks
+        .iter()
+        .filter(|c| {
+            c.section
+                .starts_with("Operator Guide > Installation > On Linux")
+        })
+        .collect();
+    assert!(linux.iter().any(|c| c.content.contains(
+        "[source,console]\n----\n$ sudo apt-get install example-server\n$ sudo systemctl enable --now example-server\n$ sudo systemctl status example-server\n----"
+    )));
+    let databases = by_section(&doc, "Operator Guide > Installation > Supported databases");
+    assert!(
+        databases
+            .content
+            .contains("|===\n| Database | Version | Notes")
+    );
+    assert!(databases.content.ends_with("|==="));
+    let config: Vec<&Chunk> = doc
+        .chunks
+        .iter()
+        .filter(|c| c.section.starts_with("Operator Guide > Configuration"))
+        .collect();
+    assert!(config.iter().any(|c| c.content.contains(
+        ".Minimal configuration\n[source,toml]\n----\n[server]\nlisten = \"0.0.0.0:8080\"\ndata_dir = \"/var/lib/example\"\n----"
+    )));
+}
+
+#[test]
+fn asciidoc_in_txt_files_is_known_by_its_content() {
+    let (_, doc) = chunk(&small(), "git-stash.txt");
+    assert_eq!(doc.kind.strategy, Strategy::AsciiDoc);
+    assert_eq!(doc.title, "git-stash(1)");
+    let examples: Vec<&Chunk> = doc
+        .chunks
+        .iter()
+        .filter(|c| c.section.starts_with("git-stash(1) > EXAMPLES"))
+        .collect();
+    assert!(examples.iter().any(|c| c.content.contains(
+        "----------------------------------------------------------------\n$ git pull\n ..."
+    )));
+    assert!(examples.iter().any(|c| c.content.ends_with(
+        "$ git stash pop\n----------------------------------------------------------------"
+    )));
+    by_section(&doc, "git-stash(1) > SEE ALSO");
+}
+
 #[test]
 fn html_is_extracted_then_chunked_as_markdown() {
     let (_, doc) = chunk(&small(), "page.html");

@@ -22,6 +22,17 @@ const NAMES: &[&str] = &[
     "a.weird",
     "README.md",
     "a.d.ts",
+    "a.c",
+    "a.hpp",
+    "A.cs",
+    "a.rb",
+    "a.php",
+    "a.sh",
+    "A.kt",
+    "a.rst",
+    "a.adoc",
+    "README.rst",
+    "a.rst.txt",
 ];
 
 fn chunkers() -> Vec<Chunker> {
@@ -104,6 +115,32 @@ fn hostile_text() -> impl Strategy<Value = String> {
         "</h2>",
         "<main>",
         "<p>",
+        "====\n",
+        "----\n",
+        "~~~~\n",
+        "Title\n",
+        ".. ",
+        ".. note::\n",
+        ".. code-block:: c\n",
+        "::\n",
+        ":field: ",
+        "-a, --all  ",
+        "+---+\n",
+        "| x |\n",
+        "|===\n",
+        "[source,java]\n",
+        ".Title\n",
+        "= ",
+        "== ",
+        "+\n",
+        "....\n",
+        "--\n",
+        "#include ",
+        "namespace ",
+        "template <",
+        "public:",
+        "<?php",
+        "end\n",
         "\n",
         "\n\n",
         "\r\n",
@@ -200,16 +237,21 @@ proptest! {
 #[test]
 fn pathological_shapes() {
     let cases = [
-        "a".repeat(20_000),                                // one long line
-        "{".repeat(5_000),                                 // deep nesting
-        format!("class A {{{}}}", "int x; ".repeat(3000)), // huge class of fields
-        format!("fn f() {{ {} }}", "g();\n".repeat(3000)), // huge function
-        "\n".repeat(10_000),                               // only newlines
-        "é".repeat(5_000),                                 // multibyte, no whitespace
-        "# h\n".repeat(2_000),                             // only headings
-        format!("```\n{}", "code\n".repeat(2000)),         // unclosed fence
-        "/*".repeat(3000),                                 // unclosed comments
-        "---\ntitle: x\n".to_owned(),                      // unclosed front matter
+        "a".repeat(20_000),                                          // one long line
+        "{".repeat(5_000),                                           // deep nesting
+        format!("class A {{{}}}", "int x; ".repeat(3000)),           // huge class of fields
+        format!("fn f() {{ {} }}", "g();\n".repeat(3000)),           // huge function
+        "\n".repeat(10_000),                                         // only newlines
+        "é".repeat(5_000),                                           // multibyte, no whitespace
+        "# h\n".repeat(2_000),                                       // only headings
+        format!("```\n{}", "code\n".repeat(2000)),                   // unclosed fence
+        "/*".repeat(3000),                                           // unclosed comments
+        "---\ntitle: x\n".to_owned(),                                // unclosed front matter
+        "Title\n=====\n".repeat(2_000),                              // only reST titles
+        format!(".. note::\n\n{}", "   x\n".repeat(3000)),           // one huge directive
+        format!("= T\n\n----\n{}", "code\n".repeat(2000)),           // unclosed listing block
+        "#ifdef A\n".repeat(3_000),                                  // deep unclosed #ifdef
+        format!("namespace a {{{}}}", "namespace b { ".repeat(500)), // nested namespaces
     ];
     for text in cases {
         check_all(&text)

@@ -3,6 +3,7 @@
 //! such as the eval corpora that `../shared/eval/tools/prepare.sh` fetches.
 //! `.ci/run` fetches a few real packages and sets it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use weft_chunking::{ChunkError, Chunker, ChunkingConfig, Strategy};
@@ -16,6 +17,18 @@ struct Stats {
     warned: usize,
     fallbacks: usize,
     max_chunk_chars: usize,
+    /// Per language (code) or markup (reST, AsciiDoc): files, files chunked
+    /// by their structure, files in line windows, files with syntax errors.
+    by_language: BTreeMap<String, LanguageStats>,
+}
+
+#[derive(Default, Debug)]
+#[allow(dead_code)] // read through Debug
+struct LanguageStats {
+    files: usize,
+    by_structure: usize,
+    line_windows: usize,
+    syntax_errors: usize,
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -69,6 +82,18 @@ fn check_tree(chunker: &Chunker, root: &Path) -> Stats {
             stats.fallbacks += 1;
         }
         stats.warned += usize::from(!doc.warnings.is_empty());
+        if is_code || matches!(doc.kind.strategy, Strategy::Rst | Strategy::AsciiDoc) {
+            let lang = stats
+                .by_language
+                .entry(doc.kind.language.clone())
+                .or_default();
+            lang.files += 1;
+            let windows = doc.chunks.iter().any(|c| c.node_type == "lines");
+            lang.line_windows += usize::from(windows);
+            lang.by_structure += usize::from(!windows && !doc.chunks.is_empty());
+            lang.syntax_errors +=
+                usize::from(doc.warnings.iter().any(|w| w.contains("syntax errors")));
+        }
         stats.files += 1;
         stats.bytes += bytes.len();
         stats.chunks += doc.chunks.len();

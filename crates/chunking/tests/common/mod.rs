@@ -15,6 +15,17 @@ pub const FIXTURES: &[&str] = &[
     "guide.md",
     "page.html",
     "notes.txt",
+    "geometry.c",
+    "widget.hpp",
+    "Inventory.cs",
+    "cache.rb",
+    "Repository.php",
+    "deploy.sh",
+    "Scheduler.kt",
+    "install.rst",
+    "tutorial.txt",
+    "guide.adoc",
+    "git-stash.txt",
 ];
 
 /// The text of a fixture.
