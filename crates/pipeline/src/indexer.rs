@@ -403,6 +403,7 @@ impl Indexer {
                 &ProjectState {
                     source: spec_source(spec),
                     revision,
+                    indexed_at: ProjectState::now(),
                 },
             )
             .await?;

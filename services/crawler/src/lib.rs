@@ -370,6 +370,7 @@ impl Crawler {
                 &ProjectState {
                     source: spec.display(),
                     revision: summary.revision.clone(),
+                    indexed_at: ProjectState::now(),
                 },
             )
             .await?;
