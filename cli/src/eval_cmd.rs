@@ -396,7 +396,8 @@ fn print_packing(out: &mut impl Write, report: &Report, args: &EvalArgs) -> anyh
     let budgets = &report.overall.packing;
     writeln!(
         out,
-        "\nPacked context (top 10, expanded; whole target inside one packed span; tokens = chars/4 with headers)"
+        "\nPacked context ({:?}; top 10, expanded; whole target inside one packed span; tokens = chars/4 with headers)",
+        args.pack_strategy
     )?;
     write!(out, "{:<22} {:>6}", "corpus", "R@10")?;
     for p in budgets {
