@@ -1254,7 +1254,7 @@ mod tests {
             outline: None,
         };
         // Lines: 1 "# A", 2 "", 3 "one", 4 "two", 5 "", 6 "three"
-        let chunks = vec![
+        let chunks = [
             mk(0, 1, 1, "# A", 0),
             mk(1, 3, 4, "one\ntwo", 0),
             // Repeats "two\n" (4 bytes), then a blank line, then "three".
