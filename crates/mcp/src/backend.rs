@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -191,6 +192,8 @@ pub struct GrpcBackend {
     url: String,
     client: QueryServiceClient<tonic::transport::Channel>,
     authorization: Option<MetadataValue<Ascii>>,
+    /// Cleared once the service said it has no reranker.
+    rerank: std::sync::atomic::AtomicBool,
 }
 
 impl GrpcBackend {
@@ -209,6 +212,7 @@ impl GrpcBackend {
             url: url.to_owned(),
             client: QueryServiceClient::new(channel),
             authorization: None,
+            rerank: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -268,19 +272,29 @@ impl Backend for GrpcBackend {
             limit: u32::try_from(request.limit).unwrap_or(u32::MAX),
             expand: Some(request.expand),
             expansion: None,
-            // The service reranks when it has a reranker and is asked to;
-            // asking one without a reranker is an error, so only on request.
-            rerank: request.rerank,
+            // The service reranks when asked, and refuses when it has no
+            // reranker: then ask again without, and from then on.
+            rerank: request.rerank && self.rerank.load(Ordering::Relaxed),
             explain: false,
             max_tokens: None,
         };
-        let response = self
-            .client
-            .clone()
-            .search(self.request(wire))
-            .await
-            .map_err(|s| self.remote(s))?
-            .into_inner();
+        let result = self.client.clone().search(self.request(wire.clone())).await;
+        let response = match result {
+            Err(status)
+                if wire.rerank
+                    && status.code() == tonic::Code::FailedPrecondition
+                    && status.message().contains("reranker") =>
+            {
+                self.rerank.store(false, Ordering::Relaxed);
+                let wire = v1::SearchRequest {
+                    rerank: false,
+                    ..wire
+                };
+                self.client.clone().search(self.request(wire)).await
+            }
+            other => other,
+        };
+        let response = response.map_err(|s| self.remote(s))?.into_inner();
         Ok(weft_proto::query::document_results(response)?)
     }
 
