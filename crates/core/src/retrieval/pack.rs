@@ -551,7 +551,7 @@ pub fn pack_with(
                     trimmed_from: Some(c.full.citation.clone()),
                     ..c.meta.clone()
                 };
-                if let Some(span) = fit(c.run, &c.chunks, &c.lines, &meta, remaining, true, counter)
+                if let Some(span) = fit(c.run, &c.chunks, &c.lines, &meta, remaining, None, counter)
                 {
                     remaining -= span.tokens.min(remaining);
                     let (a, b) = c.run.core();
@@ -647,14 +647,14 @@ fn grow(
 
 /// The largest part of `run` around its hits that fits `budget`: whole
 /// chunks (the core, then neighbours by score) or, when even the core does
-/// not fit and `first` (nothing packed yet), whole lines from the best hit.
+/// not fit, whole lines from `anchor` (default: the best hit's first line).
 fn fit(
     run: &Run<'_>,
     chunks: &[&Chunk],
     lines: &Lines,
     meta: &SpanMeta<'_>,
     budget: usize,
-    first: bool,
+    anchor: Option<u32>,
     counter: &dyn TokenCounter,
 ) -> Option<PackedSpan> {
     let of = |a: usize, b: usize| {
@@ -690,13 +690,12 @@ fn fit(
             }
         }
     }
-    if !first {
-        return None;
-    }
     // Whole lines from the best hit's first line on, as many as fit
     // (binary search: the counter need not be additive).
     let hit = run.best_piece();
-    let from = chunks[hit].start_line.max(lines.first);
+    let from = anchor
+        .unwrap_or(chunks[hit].start_line)
+        .clamp(lines.first, lines.last());
     let chunk_at = |line: u32| {
         chunks
             .iter()
@@ -899,10 +898,26 @@ pub fn expand_context(
         for (i, p) in widened.pieces.iter_mut().enumerate() {
             p.matched = (ua..=ub).contains(&i);
         }
-        fit(&widened, &sorted, &lines, &meta, max_tokens, true, counter)
+        fit(
+            &widened,
+            &sorted,
+            &lines,
+            &meta,
+            max_tokens,
+            Some(from),
+            counter,
+        )
     } else {
         meta.trimmed_from = Some(unit.citation);
-        fit(&run, &sorted, &lines, &meta, max_tokens, true, counter)
+        fit(
+            &run,
+            &sorted,
+            &lines,
+            &meta,
+            max_tokens,
+            Some(from),
+            counter,
+        )
     };
     let spans: Vec<PackedSpan> = span.into_iter().collect();
     Some(ContextPack {
@@ -1302,6 +1317,23 @@ mod tests {
         let s = &pack.spans[0];
         assert!(s.start_line <= 5 && s.end_line >= 16, "{}", s.citation);
         assert_eq!(s.end_line - s.start_line + 1, 16, "{}", s.citation);
+        // One chunk larger than the budget: lines from the cited one on.
+        let whole = {
+            let mut c = doc("b.java", 1, 30);
+            c[0].section = "B".into();
+            c
+        };
+        let pack = expand_context(
+            &whole,
+            ContextTarget::Lines(12, 14),
+            None,
+            80,
+            &ApproxTokenCounter,
+        )
+        .unwrap();
+        let s = &pack.spans[0];
+        assert_eq!(s.start_line, 12, "{}", s.citation);
+        assert!(s.end_line >= 13 && pack.used_tokens <= 80, "{}", s.citation);
         // Too small for the unit: lines from the cited chunk, trimmed.
         let pack = expand_context(
             &a,
