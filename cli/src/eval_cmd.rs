@@ -68,6 +68,34 @@ pub struct EvalArgs {
     #[arg(long, env = "WEFT_MODEL_DIR", value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
 
+    /// Also measure packing: each expanded top-10 response packed into
+    /// 1000, 2000, 4000 and 8000 tokens (or --pack-budgets), reporting the
+    /// share of queries whose whole target is inside the packed context and
+    /// the tokens used, beside the unpacked spans.
+    #[arg(long)]
+    pub pack: bool,
+
+    /// The budgets of --pack, comma-separated.
+    #[arg(
+        long,
+        value_name = "N,N…",
+        value_delimiter = ',',
+        default_value = "1000,2000,4000,8000",
+        requires = "pack"
+    )]
+    pub pack_budgets: Vec<usize>,
+
+    /// How --pack spends the budget: hits-first (every span's hits, then
+    /// their context; weft's packing) or spans-in-order (each span whole, by
+    /// relevance), for comparison.
+    #[arg(
+        long,
+        value_name = "STRATEGY",
+        default_value = "hits-first",
+        requires = "pack"
+    )]
+    pub pack_strategy: PackStrategyArg,
+
     /// Also write every query's outcome (rank, target, top chunks) to FILE,
     /// one JSON object per line.
     #[arg(long, value_name = "FILE")]
@@ -76,6 +104,24 @@ pub struct EvalArgs {
     /// Print JSON for machines instead of tables for people.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--pack-strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PackStrategyArg {
+    /// Every span's hits first, then their context.
+    HitsFirst,
+    /// Each span whole, by relevance.
+    SpansInOrder,
+}
+
+impl From<PackStrategyArg> for weft_core::retrieval::PackStrategy {
+    fn from(value: PackStrategyArg) -> Self {
+        match value {
+            PackStrategyArg::HitsFirst => Self::HitsFirst,
+            PackStrategyArg::SpansInOrder => Self::SpansInOrder,
+        }
+    }
 }
 
 /// Hits per query in the metric definitions.
@@ -90,6 +136,12 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
     let started = Instant::now();
     if args.limit_queries == Some(0) {
         bail!("--limit-queries must be at least 1");
+    }
+    if args.pack && args.no_expand {
+        bail!("--pack packs the expanded results: it cannot be combined with --no-expand");
+    }
+    if args.pack && args.pack_budgets.contains(&0) {
+        bail!("--pack-budgets: every budget must be at least 1");
     }
     let queries = weft_eval::load_queries(&args.queries)?;
     let selected = weft_eval::select_queries(queries, &args.corpora, args.limit_queries);
@@ -181,6 +233,12 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
                 limit: LIMIT,
                 expansion_off: true,
                 expansion_on: !args.no_expand,
+                pack_budgets: if args.pack {
+                    args.pack_budgets.clone()
+                } else {
+                    Vec::new()
+                },
+                pack_strategy: args.pack_strategy.into(),
             };
             let result = weft_eval::run_queries(&engine, queries, &options, || bar.inc(1)).await;
             bar.finish_and_clear();
@@ -197,6 +255,7 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
                 "variant": args.variant,
                 "mode": args.mode,
                 "expansion": if args.no_expand { "off" } else { "off and on" },
+                "pack_strategy": args.pack.then_some(format!("{:?}", args.pack_strategy)),
                 "limit": LIMIT,
                 "data_dir": ctx.locations.data_dir,
                 "retrieval": ctx.config.retrieval,
@@ -231,6 +290,7 @@ fn write_details(
                 "top": outcome.main().top,
                 "coverage_off": outcome.off.as_ref().and_then(|j| j.coverage),
                 "coverage_on": outcome.on.as_ref().and_then(|j| j.coverage),
+                "packed": outcome.packed,
             });
             writeln!(out, "{line}")?;
         }
@@ -317,11 +377,48 @@ fn print_report(report: &Report, args: &EvalArgs, started: Instant) -> anyhow::R
             stats(&a.long_expansion_on)
         )?;
     }
+    if !report.overall.packing.is_empty() {
+        print_packing(&mut out, report, args)?;
+    }
     writeln!(
         out,
         "\nMean context per query: {:.0} tokens. {:.1}s.",
         report.overall.context_tokens_mean,
         started.elapsed().as_secs_f64()
     )?;
+    Ok(())
+}
+
+/// The packing table: answer-in-context and tokens per budget, beside R@10
+/// and the unpacked spans.
+fn print_packing(out: &mut impl Write, report: &Report, args: &EvalArgs) -> anyhow::Result<()> {
+    let budgets = &report.overall.packing;
+    writeln!(
+        out,
+        "\nPacked context ({:?}; top 10, expanded; whole target inside one packed span; tokens = chars/4 with headers)",
+        args.pack_strategy
+    )?;
+    write!(out, "{:<22} {:>6}", "corpus", "R@10")?;
+    for p in budgets {
+        let name = p.budget.map_or("unpacked".to_owned(), |b| b.to_string());
+        write!(out, " | {name:>8} {:>7}", "tokens")?;
+    }
+    writeln!(out)?;
+    let rows = report
+        .corpora
+        .iter()
+        .map(|c| (c.corpus.as_str(), &c.figures))
+        .chain(std::iter::once(("overall", &report.overall)));
+    for (name, a) in rows {
+        write!(out, "{:<22} {:>6.3}", name, a.recall_at_10)?;
+        for p in &a.packing {
+            write!(
+                out,
+                " | {:>8.3} {:>7.0}",
+                p.answer_in_context, p.tokens_mean
+            )?;
+        }
+        writeln!(out)?;
+    }
     Ok(())
 }

@@ -9,6 +9,7 @@ mod chunk_cmd;
 mod context;
 mod eval_cmd;
 mod index_cmd;
+mod mcp_cmd;
 mod search_cmd;
 mod serve_cmd;
 mod status_cmd;
@@ -40,6 +41,8 @@ enum Command {
     Status(status_cmd::StatusArgs),
     /// Measure retrieval quality on labelled queries (Recall@k, MRR, nDCG, context coverage).
     Eval(eval_cmd::EvalArgs),
+    /// Serve weft's tools to assistants over the Model Context Protocol (stdio or HTTP).
+    Mcp(mcp_cmd::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         },
         Command::Status(args) => status_cmd::run(cli.config.as_deref(), args),
         Command::Eval(args) => eval_cmd::run(cli.config.as_deref(), args),
+        Command::Mcp(args) => mcp_cmd::run(cli.config.as_deref(), args),
     };
     match result {
         Ok(code) => code,

@@ -8,6 +8,7 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::{Value, json};
 use weft_core::ContentType;
+use weft_core::ports::Catalog as _;
 use weft_core::query::{SearchMode, SearchRequest, SearchResponse};
 use weft_core::retrieval::SearchFilter;
 use weft_pipeline::wiring::QueryEmbedder;
@@ -52,6 +53,17 @@ pub struct SearchArgs {
     #[arg(long)]
     pub explain: bool,
 
+    /// Pack the results into a context of at most N tokens (chars / 4):
+    /// deduplicated, merged, by relevance, whole lines, each span under its
+    /// citation `uri#Lstart-Lend`; what does not fit is listed as references.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<usize>,
+
+    /// With --max-tokens: markdown (ready to paste into a prompt; the
+    /// default) or json (the default under --json).
+    #[arg(long, value_name = "FORMAT", requires = "max_tokens")]
+    pub format: Option<PackFormat>,
+
     #[command(flatten)]
     pub store: StoreArgs,
 
@@ -60,9 +72,21 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
+/// How `--max-tokens` prints the packed context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PackFormat {
+    /// Markdown, ready to paste into a prompt.
+    Markdown,
+    /// The pack as JSON.
+    Json,
+}
+
 pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     if args.query.trim().is_empty() {
         bail!("the query is empty");
+    }
+    if args.max_tokens == Some(0) {
+        bail!("--max-tokens must be at least 1");
     }
     let content_types = args
         .content_type
@@ -95,6 +119,12 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         rerank: engine.has_reranker(),
     };
     let response = runtime.block_on(engine.search(&request))?;
+    if let Some(max_tokens) = args.max_tokens {
+        // Citations carry each project's indexed commit, from the catalog.
+        let catalog = ctx.data_dir().open_catalog()?;
+        let revisions = runtime.block_on(catalog.revisions())?;
+        return print_pack(args, max_tokens, &response, &revisions);
+    }
     if args.json {
         let out = to_json(args, &response, engine.reranker_name());
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -250,4 +280,29 @@ fn print_text(args: &SearchArgs, response: &SearchResponse) -> anyhow::Result<()
         t.rerank_ms
     )?;
     Ok(())
+}
+
+/// `--max-tokens`: the response packed into the budget, as Markdown or JSON.
+fn print_pack(
+    args: &SearchArgs,
+    max_tokens: usize,
+    response: &SearchResponse,
+    revisions: &std::collections::HashMap<String, String>,
+) -> anyhow::Result<ExitCode> {
+    let pack = weft_core::retrieval::pack(
+        &response.results,
+        revisions,
+        &weft_core::retrieval::PackOptions { max_tokens },
+        &weft_core::retrieval::ApproxTokenCounter,
+    );
+    let json = match args.format {
+        Some(format) => format == PackFormat::Json,
+        None => args.json,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&pack)?);
+    } else {
+        print!("{}", pack.to_markdown());
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -153,6 +153,8 @@ fn main() -> anyhow::Result<()> {
             limit: 10,
             expansion_off: true,
             expansion_on: true,
+            pack_budgets: Vec::new(),
+            pack_strategy: Default::default(),
         };
         let started = std::time::Instant::now();
         let outcomes =

@@ -76,6 +76,15 @@ impl ChunkId {
     }
 }
 
+impl std::str::FromStr for ChunkId {
+    type Err = uuid::Error;
+
+    /// Reads a chunk id back from its UUID text.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s).map(ChunkId)
+    }
+}
+
 impl fmt::Display for ChunkId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
@@ -124,6 +133,13 @@ pub fn canonical_uri(uri: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunk_ids_read_back_from_their_text() {
+        let id = ChunkId::new(&DocumentId::new("p", "a.rs"), 3);
+        assert_eq!(id.to_string().parse::<ChunkId>().unwrap(), id);
+        assert!("not-a-uuid".parse::<ChunkId>().is_err());
+    }
 
     #[test]
     fn document_id_is_the_sha256_prefix_of_project_newline_uri() {

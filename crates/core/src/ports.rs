@@ -129,6 +129,20 @@ pub struct ProjectState {
     pub source: String,
     /// For git sources, the last indexed commit.
     pub revision: Option<String>,
+    /// When the project was last indexed, in seconds since the Unix epoch
+    /// (absent in catalogs written before it was recorded).
+    #[serde(default)]
+    pub indexed_at: Option<u64>,
+}
+
+impl ProjectState {
+    /// Seconds since the Unix epoch now: what [`ProjectState::indexed_at`] records.
+    pub fn now() -> Option<u64> {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_secs())
+    }
 }
 
 /// What is indexed, by content hash: decides what a re-index skips.
@@ -150,6 +164,17 @@ pub trait Catalog: Send + Sync {
     async fn projects(&self) -> PortResult<Vec<(String, ProjectState)>>;
     /// Forgets a project (its document records are removed separately).
     async fn remove_project(&self, name: &str) -> PortResult<()>;
+
+    /// The last indexed commit of every project that has one (git sources),
+    /// for citations.
+    async fn revisions(&self) -> PortResult<std::collections::HashMap<String, String>> {
+        Ok(self
+            .projects()
+            .await?
+            .into_iter()
+            .filter_map(|(name, state)| Some((name, state.revision?)))
+            .collect())
+    }
 }
 
 /// Turns texts into unit vectors.
@@ -190,5 +215,20 @@ impl Reranker for NoRerank {
     }
     async fn rerank(&self, _query: &str, passages: &[String]) -> PortResult<Vec<f32>> {
         Ok(vec![0.0; passages.len()])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_project_state_written_before_indexed_at_still_reads() {
+        let old: ProjectState =
+            serde_json::from_str(r#"{"source":"https://x/r.git","revision":"abc"}"#).unwrap();
+        assert_eq!(old.indexed_at, None);
+        assert_eq!(old.revision.as_deref(), Some("abc"));
+        let now = ProjectState::now().unwrap();
+        assert!(now > 1_700_000_000);
     }
 }

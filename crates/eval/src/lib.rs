@@ -22,6 +22,9 @@ mod metrics;
 mod queries;
 mod runner;
 
-pub use metrics::{Aggregate, ContextStats, CorpusFigures, Judgement, Report, judge};
+pub use metrics::{
+    Aggregate, ContextStats, CorpusFigures, Judgement, PackFigures, PackJudgement, Report, judge,
+    judge_packs,
+};
 pub use queries::{EvalQuery, QueryFileError, Target, Variant, load_queries, select_queries};
 pub use runner::{CachingEmbedder, QueryOutcome, RunOptions, run_queries};

@@ -1,7 +1,9 @@
 //! Scoring one response against its targets, and aggregating.
 
 use serde::Serialize;
-use weft_core::retrieval::{DocumentResult, ResultChunk};
+use weft_core::retrieval::{
+    ApproxTokenCounter, DocumentResult, PackOptions, PackStrategy, ResultChunk, pack_with,
+};
 
 use crate::queries::Target;
 use crate::runner::QueryOutcome;
@@ -79,6 +81,90 @@ pub fn judge(targets: &[Target], results: &[DocumentResult], limit: usize) -> Ju
                 )
             })
             .collect(),
+    }
+}
+
+/// What packing one response into one budget gave.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PackJudgement {
+    /// The budget in tokens; `None`: every span, unpacked.
+    pub budget: Option<usize>,
+    /// Whether a whole target (main or alternative) lies inside one packed span.
+    pub answer_in_context: bool,
+    /// Tokens the packed spans cost, headers included (chars / 4).
+    pub tokens: usize,
+}
+
+/// Packs `results` into each of `budgets`, then without a budget (every
+/// span: what the response returns unpacked, counted the same way), and
+/// says for each whether a whole target is inside the context.
+pub fn judge_packs(
+    targets: &[Target],
+    results: &[DocumentResult],
+    budgets: &[usize],
+    strategy: PackStrategy,
+) -> Vec<PackJudgement> {
+    let no_revisions = std::collections::HashMap::new();
+    budgets
+        .iter()
+        .map(|&b| Some(b))
+        .chain(std::iter::once(None))
+        .map(|budget| {
+            let options = PackOptions {
+                max_tokens: budget.unwrap_or(usize::MAX),
+            };
+            let packed = pack_with(
+                results,
+                &no_revisions,
+                &options,
+                strategy,
+                &ApproxTokenCounter,
+            );
+            PackJudgement {
+                budget,
+                answer_in_context: targets
+                    .iter()
+                    .any(|t| packed.contains(&t.path, t.start_line, t.end_line)),
+                tokens: packed.used_tokens,
+            }
+        })
+        .collect()
+}
+
+/// Packing figures over a set of queries, for one budget.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PackFigures {
+    /// The budget; `None`: unpacked.
+    pub budget: Option<usize>,
+    /// Share of queries with a whole target inside the packed context.
+    pub answer_in_context: f64,
+    /// Mean tokens used.
+    pub tokens_mean: f64,
+}
+
+impl PackFigures {
+    fn of(outcomes: &[QueryOutcome]) -> Vec<Self> {
+        let Some(first) = outcomes.iter().find(|o| !o.packed.is_empty()) else {
+            return Vec::new();
+        };
+        first
+            .packed
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let judged: Vec<&PackJudgement> =
+                    outcomes.iter().filter_map(|o| o.packed.get(i)).collect();
+                let n = judged.len();
+                PackFigures {
+                    budget: p.budget,
+                    answer_in_context: ratio(
+                        judged.iter().filter(|j| j.answer_in_context).count() as f64,
+                        n,
+                    ),
+                    tokens_mean: ratio(judged.iter().map(|j| j.tokens as f64).sum(), n),
+                }
+            })
+            .collect()
     }
 }
 
@@ -165,6 +251,9 @@ pub struct Aggregate {
     /// Mean returned context in tokens over all queries, as searched by
     /// default (expansion on unless only off was run).
     pub context_tokens_mean: f64,
+    /// Packing figures per budget, then unpacked, when packing was measured.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub packing: Vec<PackFigures>,
 }
 
 impl Aggregate {
@@ -196,6 +285,7 @@ impl Aggregate {
             long_expansion_off: ContextStats::of(long.iter().filter_map(|o| o.off.as_ref())),
             long_expansion_on: ContextStats::of(long.iter().filter_map(|o| o.on.as_ref())),
             context_tokens_mean: ratio(tokens, n),
+            packing: PackFigures::of(outcomes),
         }
     }
 }
@@ -355,6 +445,46 @@ mod tests {
     }
 
     #[test]
+    fn packing_judges_whole_targets_inside_the_packed_context() {
+        let span = vec![
+            rc(chunk("b.java", 3, 21, 30, 400), 0.2, false),
+            rc(chunk("b.java", 4, 31, 40, 400), 0.9, true),
+        ];
+        let results = vec![doc("b.java", vec![span])];
+        let targets = [target("b.java", 25, 35)];
+        let j = judge_packs(&targets, &results, &[60, 100_000], PackStrategy::HitsFirst);
+        assert_eq!(j.len(), 3);
+        // 60 tokens: not even the first line of the hit (one long line).
+        assert_eq!(j[0].budget, Some(60));
+        assert!(!j[0].answer_in_context);
+        assert!(j[0].tokens <= 60);
+        assert!(j[1].answer_in_context && j[2].answer_in_context);
+        assert_eq!(j[2].budget, None);
+        assert_eq!(j[1].tokens, j[2].tokens, "everything fits");
+        let outcomes: Vec<QueryOutcome> = (0..2)
+            .map(|i| QueryOutcome {
+                id: i.to_string(),
+                long: false,
+                off: None,
+                on: None,
+                packed: judge_packs(
+                    &[target("b.java", 25, if i == 0 { 35 } else { 60 })],
+                    &results,
+                    &[60],
+                    PackStrategy::HitsFirst,
+                ),
+            })
+            .collect();
+        let figures = Aggregate::of(&outcomes).packing;
+        assert_eq!(figures.len(), 2);
+        assert_eq!(figures[0].answer_in_context, 0.0);
+        assert_eq!(
+            figures[1].answer_in_context, 0.5,
+            "the longer target is cut"
+        );
+    }
+
+    #[test]
     fn aggregate_follows_the_definitions() {
         let o = |rank: Option<usize>, long: bool, cov_off: Option<f64>, cov_on: Option<f64>| {
             QueryOutcome {
@@ -372,6 +502,7 @@ mod tests {
                     context_tokens: 140.0,
                     top: Vec::new(),
                 }),
+                packed: Vec::new(),
             }
         };
         let outcomes = vec![

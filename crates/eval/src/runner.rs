@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use weft_core::ports::{Embedder, PortResult};
 use weft_core::query::{QueryEngine, QueryError, SearchMode, SearchRequest};
-use weft_core::retrieval::SearchFilter;
+use weft_core::retrieval::{PackStrategy, SearchFilter};
 
-use crate::metrics::{Judgement, judge};
+use crate::metrics::{Judgement, PackJudgement, judge, judge_packs};
 use crate::queries::EvalQuery;
 
 /// What one query scored, with expansion off and/or on.
@@ -22,6 +22,10 @@ pub struct QueryOutcome {
     pub off: Option<Judgement>,
     /// The search with expansion, when run.
     pub on: Option<Judgement>,
+    /// The expanded search's spans packed into each budget of
+    /// [`RunOptions::pack_budgets`], then unpacked (every span), when asked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub packed: Vec<PackJudgement>,
 }
 
 impl QueryOutcome {
@@ -50,6 +54,11 @@ pub struct RunOptions {
     pub expansion_off: bool,
     /// Run each query with expansion.
     pub expansion_on: bool,
+    /// Pack each expanded response into these token budgets (empty: no
+    /// packing measured). Needs `expansion_on`.
+    pub pack_budgets: Vec<usize>,
+    /// How to pack.
+    pub pack_strategy: PackStrategy,
 }
 
 /// Runs `queries` against `engine` within `options.project`, calling
@@ -67,7 +76,8 @@ pub async fn run_queries(
     let mut out = Vec::with_capacity(queries.len());
     for query in queries {
         let targets = query.targets();
-        let run = async |expand: bool| -> Result<Judgement, QueryError> {
+        let mut packed = Vec::new();
+        let mut run = async |expand: bool| -> Result<Judgement, QueryError> {
             let response = engine
                 .search(&SearchRequest {
                     query: query.query.clone(),
@@ -80,6 +90,14 @@ pub async fn run_queries(
                     ..Default::default()
                 })
                 .await?;
+            if expand && !options.pack_budgets.is_empty() {
+                packed = judge_packs(
+                    &targets,
+                    &response.results,
+                    &options.pack_budgets,
+                    options.pack_strategy,
+                );
+            }
             Ok(judge(&targets, &response.results, options.limit))
         };
         let on = if options.expansion_on {
@@ -97,6 +115,7 @@ pub async fn run_queries(
             long: query.is_long(),
             off,
             on,
+            packed,
         });
         progress();
     }

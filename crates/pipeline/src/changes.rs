@@ -349,6 +349,7 @@ impl ChangeSet {
         ProjectState {
             source: self.source.clone(),
             revision: self.revision.clone(),
+            indexed_at: ProjectState::now(),
         }
     }
 

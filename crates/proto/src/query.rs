@@ -3,7 +3,11 @@
 
 use weft_core::ContentType;
 use weft_core::query::{SearchMode, SearchRequest, SearchResponse};
-use weft_core::retrieval::{AdjacencyConfig, Component, DocumentResult, SearchFilter};
+use weft_core::retrieval::{
+    AdjacencyConfig, Component, ContextPack, DocumentResult, PackOptions, PackedSpan, Reference,
+    ResultChunk, SearchFilter, Span,
+};
+use weft_core::{Chunk, DocumentId};
 
 use crate::{ConversionError, v1};
 
@@ -11,6 +15,8 @@ use crate::{ConversionError, v1};
 pub const DEFAULT_LIMIT: u32 = 10;
 /// The most hits one request may ask for.
 pub const MAX_LIMIT: u32 = 100;
+/// The largest token budget one request may pack into.
+pub const MAX_PACK_TOKENS: u32 = 1_000_000;
 
 fn invalid(field: &'static str, problem: impl Into<String>) -> ConversionError {
     ConversionError {
@@ -109,6 +115,137 @@ pub fn search_request(
     })
 }
 
+/// The packing a request asks for: `None` when `max_tokens` is unset.
+pub fn pack_options(request: &v1::SearchRequest) -> Result<Option<PackOptions>, ConversionError> {
+    match request.max_tokens {
+        None => Ok(None),
+        Some(0) => Err(invalid("max_tokens", "must be at least 1")),
+        Some(n) if n > MAX_PACK_TOKENS => Err(invalid(
+            "max_tokens",
+            format!("{n} is over the maximum {MAX_PACK_TOKENS}"),
+        )),
+        Some(n) => Ok(Some(PackOptions {
+            max_tokens: n as usize,
+        })),
+    }
+}
+
+fn saturating_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+impl From<ContextPack> for v1::ContextPack {
+    fn from(pack: ContextPack) -> Self {
+        let markdown = pack.to_markdown();
+        v1::ContextPack {
+            max_tokens: saturating_u32(pack.max_tokens),
+            used_tokens: saturating_u32(pack.used_tokens),
+            tokenizer: pack.tokenizer,
+            markdown,
+            spans: pack
+                .spans
+                .into_iter()
+                .map(|s| v1::PackedSpan {
+                    citation: s.citation,
+                    project: s.project,
+                    revision: s.revision,
+                    document_id: s.document_id,
+                    uri: s.uri,
+                    title: s.title,
+                    section: s.section,
+                    symbol: s.symbol,
+                    language: s.language,
+                    content_type: v1::ContentType::from(s.content_type) as i32,
+                    start_line: s.start_line,
+                    end_line: s.end_line,
+                    first_chunk: s.first_chunk,
+                    last_chunk: s.last_chunk,
+                    score: s.score,
+                    tokens: saturating_u32(s.tokens),
+                    trimmed_from: s.trimmed_from,
+                    content: s.content,
+                })
+                .collect(),
+            references: pack
+                .references
+                .into_iter()
+                .map(|r| v1::Reference {
+                    citation: r.citation,
+                    project: r.project,
+                    revision: r.revision,
+                    document_id: r.document_id,
+                    uri: r.uri,
+                    section: r.section,
+                    start_line: r.start_line,
+                    end_line: r.end_line,
+                    score: r.score,
+                    tokens: saturating_u32(r.tokens),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl TryFrom<v1::ContextPack> for ContextPack {
+    type Error = ConversionError;
+
+    fn try_from(pack: v1::ContextPack) -> Result<Self, Self::Error> {
+        let spans = pack
+            .spans
+            .into_iter()
+            .map(|s| {
+                Ok(PackedSpan {
+                    content_type: content_type(s.content_type, "spans.content_type").map_err(
+                        |e| ConversionError {
+                            message: "weft.v1.PackedSpan",
+                            ..e
+                        },
+                    )?,
+                    citation: s.citation,
+                    project: s.project,
+                    revision: s.revision,
+                    document_id: s.document_id,
+                    uri: s.uri,
+                    title: s.title,
+                    section: s.section,
+                    symbol: s.symbol,
+                    language: s.language,
+                    start_line: s.start_line,
+                    end_line: s.end_line,
+                    first_chunk: s.first_chunk,
+                    last_chunk: s.last_chunk,
+                    score: s.score,
+                    tokens: s.tokens as usize,
+                    trimmed_from: s.trimmed_from,
+                    content: s.content,
+                })
+            })
+            .collect::<Result<Vec<_>, ConversionError>>()?;
+        Ok(ContextPack {
+            max_tokens: pack.max_tokens as usize,
+            used_tokens: pack.used_tokens as usize,
+            tokenizer: pack.tokenizer,
+            spans,
+            references: pack
+                .references
+                .into_iter()
+                .map(|r| Reference {
+                    citation: r.citation,
+                    project: r.project,
+                    revision: r.revision,
+                    document_id: r.document_id,
+                    uri: r.uri,
+                    section: r.section,
+                    start_line: r.start_line,
+                    end_line: r.end_line,
+                    score: r.score,
+                    tokens: r.tokens as usize,
+                })
+                .collect(),
+        })
+    }
+}
+
 fn component(c: Option<Component>) -> Option<v1::Component> {
     c.map(|c| v1::Component {
         rank: c.rank,
@@ -153,6 +290,72 @@ fn document(d: DocumentResult, explain: bool) -> v1::DocumentResult {
     }
 }
 
+/// The documents of a wire search response in their domain form, for
+/// clients of the query API (e.g. to pack them themselves).
+pub fn document_results(
+    response: v1::SearchResponse,
+) -> Result<Vec<DocumentResult>, ConversionError> {
+    let bad = |field: &'static str, problem: String| ConversionError {
+        message: "weft.v1.DocumentResult",
+        field,
+        problem,
+    };
+    response
+        .results
+        .into_iter()
+        .map(|d| {
+            let document_id = DocumentId::parse(&d.document_id).ok_or_else(|| {
+                bad(
+                    "document_id",
+                    format!("{:?} is not 16 lowercase hex characters", d.document_id),
+                )
+            })?;
+            let spans = d
+                .spans
+                .into_iter()
+                .map(|s| {
+                    let chunks = s
+                        .chunks
+                        .into_iter()
+                        .map(|c| {
+                            let chunk = c
+                                .chunk
+                                .ok_or_else(|| bad("spans.chunks.chunk", "is missing".into()))?;
+                            Ok(ResultChunk {
+                                chunk: Chunk::try_from(chunk)?,
+                                score: c.score,
+                                matched: c.matched,
+                                vector: c.vector.map(|v| Component {
+                                    rank: v.rank,
+                                    score: v.score,
+                                }),
+                                text: c.text.map(|v| Component {
+                                    rank: v.rank,
+                                    score: v.score,
+                                }),
+                                boost: if c.boost == 0.0 { 1.0 } else { c.boost },
+                            })
+                        })
+                        .collect::<Result<Vec<_>, ConversionError>>()?;
+                    Ok(Span {
+                        start_line: s.start_line,
+                        end_line: s.end_line,
+                        chunks,
+                        rerank_score: s.rerank_score,
+                    })
+                })
+                .collect::<Result<Vec<_>, ConversionError>>()?;
+            Ok(DocumentResult {
+                document_id,
+                uri: d.uri,
+                title: d.title,
+                score: d.score,
+                spans,
+            })
+        })
+        .collect()
+}
+
 /// The wire form of a search response; components and boosts only under `explain`.
 pub fn search_response(response: SearchResponse, explain: bool) -> v1::SearchResponse {
     let t = &response.timings;
@@ -166,6 +369,7 @@ pub fn search_response(response: SearchResponse, explain: bool) -> v1::SearchRes
         }),
         neighbours_requested: response.neighbours_requested as u32,
         cached_embedding: response.cached_embedding,
+        context: None,
         results: response
             .results
             .into_iter()
@@ -223,6 +427,52 @@ mod tests {
         assert_eq!(r.filter.content_types, vec![ContentType::Code]);
         assert_eq!(r.filter.path_prefix.as_deref(), Some("src/"));
         assert_eq!((r.mode, r.limit), (SearchMode::Text, 7));
+    }
+
+    #[test]
+    fn max_tokens_is_checked_and_a_pack_goes_over_the_wire_and_back() {
+        assert_eq!(pack_options(&request("q")).unwrap(), None);
+        let r = v1::SearchRequest {
+            max_tokens: Some(2000),
+            ..request("q")
+        };
+        assert_eq!(pack_options(&r).unwrap().unwrap().max_tokens, 2000);
+        for bad in [0, MAX_PACK_TOKENS + 1] {
+            let r = v1::SearchRequest {
+                max_tokens: Some(bad),
+                ..request("q")
+            };
+            assert_eq!(pack_options(&r).unwrap_err().field, "max_tokens");
+        }
+        let chunks = weft_core::retrieval::example_chunks();
+        let hits = weft_core::retrieval::fuse(
+            vec![weft_core::retrieval::ScoredChunk {
+                chunk: chunks[1].clone(),
+                score: 1.0,
+            }],
+            Vec::new(),
+            &Default::default(),
+        );
+        let results = weft_core::retrieval::assemble(hits, &Default::default(), Vec::new());
+        let pack = weft_core::retrieval::pack(
+            &results,
+            &std::collections::HashMap::from([("p".to_owned(), "abc".to_owned())]),
+            &PackOptions { max_tokens: 300 },
+            &weft_core::retrieval::ApproxTokenCounter,
+        );
+        let wire_results = search_response(
+            weft_core::query::SearchResponse {
+                results: results.clone(),
+                cached_embedding: false,
+                neighbours_requested: 0,
+                timings: Default::default(),
+            },
+            true,
+        );
+        assert_eq!(document_results(wire_results).unwrap(), results);
+        let wire = v1::ContextPack::from(pack.clone());
+        assert_eq!(wire.markdown, pack.to_markdown());
+        assert_eq!(ContextPack::try_from(wire).unwrap(), pack);
     }
 
     #[test]

@@ -137,6 +137,8 @@ impl v1::query_service_server::QueryService for QueryServer {
         let result = async {
             let request = request.into_inner();
             let explain = request.explain;
+            let packing = weft_proto::query::pack_options(&request)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
             let domain =
                 weft_proto::query::search_request(request, &self.engine.config().adjacency)
                     .map_err(|e| Status::invalid_argument(e.to_string()))?;
@@ -144,7 +146,17 @@ impl v1::query_service_server::QueryService for QueryServer {
             let result = self.engine.search(&domain).await;
             weft_telemetry::metrics().observe_query(started.elapsed(), result.is_ok());
             let response = result.map_err(status_of)?;
-            let response = weft_proto::query::search_response(response, explain);
+            // The service reads no catalog, so packed spans carry no commit.
+            let context = packing.map(|options| {
+                weft_core::retrieval::pack(
+                    &response.results,
+                    &std::collections::HashMap::new(),
+                    &options,
+                    &weft_core::retrieval::ApproxTokenCounter,
+                )
+            });
+            let mut response = weft_proto::query::search_response(response, explain);
+            response.context = context.map(Into::into);
             span.set("weft.results", response.results.len().to_string());
             Ok(response)
         }

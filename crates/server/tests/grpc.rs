@@ -115,7 +115,44 @@ async fn search_get_chunks_health_and_reflection_over_grpc() {
         hit.vector.is_some() || hit.text.is_some(),
         "explain gives the components: {hit:?}"
     );
+    assert!(response.context.is_none(), "no packing unless asked");
     assert!(response.timings.unwrap().total_ms > 0.0);
+
+    // max_tokens: the spans packed, within the budget, each citation naming
+    // the guide's lines it holds.
+    let packed = client
+        .search(v1::SearchRequest {
+            query: "where do the TLS certificates go".into(),
+            max_tokens: Some(120),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let context = packed.context.expect("a context pack");
+    assert!(context.used_tokens <= 120, "{context:?}");
+    assert_eq!(context.tokenizer, "chars/4");
+    let first = &context.spans[0];
+    assert_eq!(first.uri, "guide.md");
+    assert_eq!(
+        first.citation,
+        format!("guide.md#L{}-L{}", first.start_line, first.end_line)
+    );
+    let lines: Vec<&str> = GUIDE.lines().collect();
+    let cited = lines[first.start_line as usize - 1..first.end_line as usize].join("\n");
+    assert_eq!(first.content, cited);
+    assert!(first.content.contains("certificate"), "{first:?}");
+    assert!(context.markdown.contains(&first.citation));
+    let zero = client
+        .search(v1::SearchRequest {
+            query: "x".into(),
+            max_tokens: Some(0),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(zero.code(), Code::InvalidArgument);
+    assert!(zero.message().contains("max_tokens"), "{}", zero.message());
 
     // Filters travel: only code, only under a path that holds nothing.
     let code_only = client

@@ -335,6 +335,7 @@ mod tests {
             let state = ProjectState {
                 source: "https://example.com/repo.git".into(),
                 revision: Some("abc123".into()),
+                indexed_at: Some(1_700_000_000),
             };
             catalog.put_project("repo", &state).unwrap();
             catalog

@@ -58,6 +58,7 @@ async fn the_catalog_bucket_is_a_catalog() {
     let state = ProjectState {
         source: "https://example.com/x.git".into(),
         revision: Some("abc".into()),
+        indexed_at: None,
     };
     catalog.put_project("org/repo name", &state).await.unwrap();
     assert_eq!(

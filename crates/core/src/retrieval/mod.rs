@@ -5,7 +5,8 @@
 //!    normalised scores);
 //! 2. [`apply_boosts`]: index documents and query keywords found in the path;
 //! 3. [`plan_neighbours`]: which neighbours to fetch, by computed id, in one call;
-//! 4. [`assemble`]: documents → contiguous spans → chunks, matched or context.
+//! 4. [`assemble`]: documents → contiguous spans → chunks, matched or context;
+//! 5. [`pack`]: the spans filled into a token budget, with citations.
 //!
 //! ```
 //! use weft_core::retrieval::{self, RetrievalConfig, ScoredChunk};
@@ -25,11 +26,16 @@
 mod adjacency;
 mod boosts;
 mod fusion;
+mod pack;
 mod spans;
 
 pub use adjacency::{AdjacencyConfig, NeighbourPlan, PlannedNeighbour, plan_neighbours, unit_of};
 pub use boosts::{BoostConfig, apply_boosts, query_keywords};
 pub use fusion::{Component, FusedHit, FusionConfig, FusionMethod, ScoredChunk, fuse};
+pub use pack::{
+    ApproxTokenCounter, Citation, ContextPack, ContextTarget, PackOptions, PackStrategy,
+    PackedSpan, Reference, TokenCounter, citation, expand_context, pack, pack_with, span_tokens,
+};
 pub use spans::{DocumentResult, ResultChunk, Span, assemble};
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,151 @@
+"""Drives `weft mcp` with the official MCP Python SDK (PyPI `mcp`), as an
+assistant would, and checks what comes back against the fixture files.
+
+    python mcp_client.py stdio FIXTURE_ROOT WEFT_BINARY   (env: WEFT_DATA_DIR, WEFT_MODEL_DIR)
+    python mcp_client.py http  FIXTURE_ROOT URL
+
+Prints one JSON object (what was checked) on the last line of stdout;
+exits non-zero with the failed check's message otherwise.
+"""
+
+import asyncio
+import json
+import os
+import re
+import sys
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+CITATION = re.compile(r"^(?P<uri>.+)#L(?P<start>\d+)-L(?P<end>\d+)$")
+
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def check_span(root, span, report):
+    """The citation names exactly the lines the span holds."""
+    m = CITATION.match(span["citation"])
+    assert m, f"not a citation: {span['citation']!r}"
+    uri, start, end = m["uri"], int(m["start"]), int(m["end"])
+    assert (uri, start, end) == (span["uri"], span["start_line"], span["end_line"]), span
+    with open(os.path.join(root, uri), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    cited = lines[start - 1 : end]
+    got = span["content"].split("\n")
+    # A chunk that starts mid-line (indented member) lacks the indentation.
+    assert len(got) == len(cited), f"{span['citation']}: {len(got)} lines, cited {len(cited)}"
+    for n, (a, b) in enumerate(zip(got, cited)):
+        assert a.strip() == b.strip(), f"{span['citation']} line {start + n}: {a!r} != {b!r}"
+    report["citations_checked"].append(span["citation"])
+
+
+async def session(client, root, report):
+    assert client.server_info is not None and client.server_info.name == "weft", client.server_info
+    report["protocol_version"] = client.protocol_version
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    report["tools"] = sorted(tools)
+    assert set(tools) == {"search", "get_context", "list_projects"}, tools.keys()
+    for name in ("search", "get_context"):
+        t = tools[name]
+        assert t.description and len(t.description) > 40, t
+        assert t.input_schema.get("type") == "object", t.input_schema
+        assert "max_tokens" in t.input_schema["properties"], t.input_schema
+    assert tools["search"].input_schema.get("required") == ["query"], tools["search"].input_schema
+
+    # search: packed context within the budget, every citation resolving.
+    result = await client.call_tool(
+        "search", {"query": "exponential backoff between retry attempts", "max_tokens": 400}
+    )
+    assert not result.is_error, text_of(result)
+    pack = result.structured_content
+    assert pack["max_tokens"] == 400 and pack["used_tokens"] <= 400, pack
+    assert pack["spans"], pack
+    top = pack["spans"][0]
+    assert top["uri"] == "src/Retry.java", [s["citation"] for s in pack["spans"]]
+    assert top["project"] == "demo", top
+    for span in pack["spans"]:
+        check_span(root, span, report)
+        assert span["citation"] in text_of(result), "the markdown cites every span"
+
+    # Filters: only prose, only under docs/.
+    result = await client.call_tool(
+        "search",
+        {"query": "log rotation", "content_types": ["prose"], "paths": ["docs/**/*.md"], "mode": "text"},
+    )
+    assert not result.is_error, text_of(result)
+    uris = {s["uri"] for s in result.structured_content["spans"]}
+    assert uris == {"docs/logging.md"}, uris
+
+    # get_context: the cited method widened to its surroundings.
+    cited = next(s for s in pack["spans"] if "backoff" in s["content"])
+    m = CITATION.match(cited["citation"])
+    first_line = int(m["start"])
+    narrow = f"{cited['uri']}#L{first_line}-L{first_line}"
+    result = await client.call_tool(
+        "get_context", {"citation": narrow, "project": "demo", "max_tokens": 1500}
+    )
+    assert not result.is_error, text_of(result)
+    ctx = result.structured_content
+    assert len(ctx["spans"]) == 1 and ctx["used_tokens"] <= 1500, ctx
+    span = ctx["spans"][0]
+    assert span["start_line"] <= first_line <= span["end_line"], (span["citation"], narrow)
+    assert span["end_line"] > span["start_line"], "more than the one cited line"
+    check_span(root, span, report)
+    # Without a project: found in whichever project holds it.
+    result = await client.call_tool("get_context", {"citation": cited["citation"]})
+    assert not result.is_error, text_of(result)
+    check_span(root, result.structured_content["spans"][0], report)
+    # By chunk id.
+    chunk_id = f"{cited['document_id']}:{cited['first_chunk']}"
+    result = await client.call_tool("get_context", {"chunk_id": chunk_id, "max_tokens": 300})
+    assert not result.is_error, text_of(result)
+    check_span(root, result.structured_content["spans"][0], report)
+
+    # list_projects.
+    result = await client.call_tool("list_projects", {})
+    assert not result.is_error, text_of(result)
+    projects = result.structured_content["projects"]
+    assert [p["name"] for p in projects] == ["demo"], projects
+    assert projects[0]["documents"] == 2 and projects[0]["chunks"] >= 2, projects
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", projects[0]["indexed_at_utc"]), projects
+
+    # Errors are tool errors with a message; the server keeps answering.
+    errors = {}
+    for name, args in [
+        ("get_context", {"citation": "src/Nope.java#L1-L5", "project": "demo"}),
+        ("get_context", {"citation": "src/Retry.java#L900-L901", "project": "demo"}),
+        ("get_context", {"chunk_id": "zz:1"}),
+        ("search", {"query": "retry", "max_tokens": 0}),
+        ("search", {"query": "   "}),
+    ]:
+        result = await client.call_tool(name, args)
+        assert result.is_error, (name, args, text_of(result))
+        errors[json.dumps(args)] = text_of(result)
+    assert "Nope.java" in errors[json.dumps({"citation": "src/Nope.java#L1-L5", "project": "demo"})]
+    assert "past the end" in errors[json.dumps({"citation": "src/Retry.java#L900-L901", "project": "demo"})]
+    assert "max_tokens" in errors[json.dumps({"query": "retry", "max_tokens": 0})]
+    report["errors"] = errors
+    result = await client.call_tool("list_projects", {})
+    assert not result.is_error, "still serving after errors"
+
+
+async def main():
+    transport, root, target = sys.argv[1], sys.argv[2], sys.argv[3]
+    report = {"transport": transport, "citations_checked": []}
+    if transport == "stdio":
+        env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "WEFT_DATA_DIR", "WEFT_MODEL_DIR", "WEFT_LOG")}
+        params = StdioServerParameters(command=target, args=["mcp"], env=env)
+        # The initialize handshake (protocol versions before 2026-07-28).
+        async with Client(params, mode="legacy") as client:
+            await session(client, root, report)
+    else:
+        # Discovery, falling back to initialize: whatever the server speaks.
+        async with Client(target) as client:
+            await session(client, root, report)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

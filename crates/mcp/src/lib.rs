@@ -1,0 +1,702 @@
+//! # weft-mcp
+//!
+//! weft for assistants, over the Model Context Protocol (DESIGN §10): the
+//! tools `search` (context packed under a token budget, with citations),
+//! `get_context` (a citation or chunk widened to its section or function),
+//! `list_projects` and, when allowed, `index`.
+//!
+//! [`WeftMcp`] is the server over any [`Backend`] — an index in this
+//! process ([`EmbeddedBackend`]) or a remote `weft-query` ([`GrpcBackend`])
+//! — built by the caller; [`serve_stdio`] and [`serve_http`] run it over
+//! stdio or streamable HTTP. A tool that fails answers with an MCP tool
+//! error naming what went wrong; the server keeps running. Nothing but the
+//! protocol is written to stdout.
+
+#![warn(missing_docs)]
+
+mod backend;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+use serde::Deserialize;
+use serde_json::json;
+use weft_core::query::{SearchMode, SearchRequest};
+use weft_core::retrieval::{
+    ApproxTokenCounter, Citation, ContextPack, ContextTarget, PackOptions, SearchFilter,
+    expand_context, pack,
+};
+use weft_core::{ChunkId, ContentType, DocumentId};
+
+pub use backend::{
+    Backend, BackendError, EmbeddedBackend, GrpcBackend, MAX_DOCUMENT_CHUNKS, ProjectInfo, rfc3339,
+};
+
+/// The largest budget a tool call may ask for.
+pub const MAX_TOKENS_LIMIT: usize = 200_000;
+
+/// Indexes a source on request (the `index` tool), in the caller's process.
+#[async_trait]
+pub trait IndexRunner: Send + Sync {
+    /// Indexes `source` (a path, git URL or site URL) into `project` (default:
+    /// derived from the source), from scratch with `reindex`; returns the
+    /// run's summary as JSON.
+    async fn index(
+        &self,
+        source: &str,
+        project: Option<&str>,
+        reindex: bool,
+    ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>>;
+}
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+pub struct McpOptions {
+    /// The budget of `search` and `get_context` when a call gives none.
+    pub default_max_tokens: usize,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        Self {
+            default_max_tokens: 2000,
+        }
+    }
+}
+
+/// The MCP server: weft's tools over a [`Backend`].
+#[derive(Clone)]
+pub struct WeftMcp {
+    backend: Arc<dyn Backend>,
+    indexer: Option<Arc<dyn IndexRunner>>,
+    options: McpOptions,
+    tool_router: ToolRouter<Self>,
+}
+
+/// A content type, as tools take it.
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContentTypeParam {
+    /// Source code.
+    Code,
+    /// Documentation and other prose.
+    Prose,
+    /// API reference (type declarations, API docs).
+    ApiReference,
+}
+
+impl From<ContentTypeParam> for ContentType {
+    fn from(value: ContentTypeParam) -> Self {
+        match value {
+            ContentTypeParam::Code => ContentType::Code,
+            ContentTypeParam::Prose => ContentType::Prose,
+            ContentTypeParam::ApiReference => ContentType::ApiReference,
+        }
+    }
+}
+
+/// Which retrievers a search uses.
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeParam {
+    /// Meaning and keywords together (the default; best in general).
+    Hybrid,
+    /// Meaning only (embeddings).
+    Vector,
+    /// Keywords only (BM25): exact identifiers, error messages.
+    Text,
+}
+
+/// Arguments of `search`.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+pub struct SearchParams {
+    /// What to find, in plain words or identifiers, e.g. "how are retries
+    /// backed off" or "RateLimiter.acquire".
+    pub query: String,
+    /// Only these projects (see list_projects); default: all.
+    #[serde(default)]
+    pub projects: Option<Vec<String>>,
+    /// Only these content types; default: all.
+    #[serde(default)]
+    pub content_types: Option<Vec<ContentTypeParam>>,
+    /// Only documents whose path matches one of these globs, e.g.
+    /// "src/**/*.java" or "docs/" (a plain path is a directory or file prefix).
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    /// hybrid (default), vector or text.
+    #[serde(default)]
+    pub mode: Option<ModeParam>,
+    /// Token budget of the returned context (default: the server's, 2000).
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Matched chunks to retrieve before packing (default 10, at most 100).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// Arguments of `get_context`.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+pub struct GetContextParams {
+    /// A citation from search results: "path/to/file#L10-L42" (or a bare
+    /// path for the start of a document).
+    #[serde(default)]
+    pub citation: Option<String>,
+    /// Instead of a citation: a chunk as "DOCUMENT_ID:CHUNK_INDEX" (from a
+    /// result's document_id and first_chunk) or a chunk's UUID.
+    #[serde(default)]
+    pub chunk_id: Option<String>,
+    /// The citation's project (needed when several projects hold the path).
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Token budget of the returned context (default: the server's, 2000).
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+}
+
+/// Arguments of `list_projects` (none).
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+pub struct ListProjectsParams {}
+
+/// Arguments of `index`.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+pub struct IndexParams {
+    /// A directory path, a git URL (…​.git, git@…) or a documentation site URL.
+    pub source: String,
+    /// The project name (default: derived from the source).
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Drop the project first and index it from scratch.
+    #[serde(default)]
+    pub reindex: Option<bool>,
+}
+
+/// A tool call that cannot be answered, with the message the assistant sees.
+#[derive(Debug)]
+struct ToolError(String);
+
+impl<E: std::fmt::Display> From<E> for ToolError {
+    fn from(e: E) -> Self {
+        ToolError(e.to_string())
+    }
+}
+
+type ToolResult = Result<CallToolResult, ToolError>;
+
+fn answer(result: ToolResult, tool: &str) -> Result<CallToolResult, ErrorData> {
+    Ok(result.unwrap_or_else(|ToolError(message)| {
+        tracing::warn!(tool, %message, "tool call failed");
+        CallToolResult::error(vec![ContentBlock::text(format!("{tool}: {message}"))])
+    }))
+}
+
+fn pack_result(pack: &ContextPack) -> ToolResult {
+    let value = serde_json::to_value(pack)?;
+    let mut result = CallToolResult::success(vec![ContentBlock::text(pack.to_markdown())]);
+    result.structured_content = Some(value);
+    Ok(result)
+}
+
+/// The search filter and the post-filter for `paths` globs: a glob's
+/// literal directory prefix goes to the stores (when all globs share one),
+/// the globs themselves are matched on the results.
+fn path_filters(paths: &[String]) -> Result<(Option<String>, Option<GlobSet>), ToolError> {
+    if paths.is_empty() {
+        return Ok((None, None));
+    }
+    let mut builder = GlobSetBuilder::new();
+    let mut prefixes = Vec::new();
+    for p in paths {
+        let p = p.trim().trim_start_matches("./");
+        if p.is_empty() {
+            return Err(ToolError("paths: an empty path".into()));
+        }
+        let literal = !p.contains(['*', '?', '[', '{']);
+        let prefix: String = if literal {
+            p.trim_end_matches('/').to_owned()
+        } else {
+            let cut = p.find(['*', '?', '[', '{']).unwrap_or(p.len());
+            p[..cut].rsplit_once('/').map_or("", |(d, _)| d).to_owned()
+        };
+        prefixes.push(prefix.clone());
+        // A plain path matches itself and what is below it.
+        let globs = if literal {
+            vec![prefix.clone(), format!("{prefix}/**")]
+        } else {
+            vec![p.to_owned()]
+        };
+        for g in globs {
+            builder.add(
+                Glob::new(&g).map_err(|e| ToolError(format!("paths: {p:?} is not a glob: {e}")))?,
+            );
+        }
+    }
+    let set = builder
+        .build()
+        .map_err(|e| ToolError(format!("paths: {e}")))?;
+    let shared = prefixes
+        .iter()
+        .all(|p| p == &prefixes[0])
+        .then(|| prefixes[0].clone())
+        .filter(|p| !p.is_empty());
+    Ok((shared, Some(set)))
+}
+
+fn budget(requested: Option<u32>, default: usize) -> Result<usize, ToolError> {
+    match requested {
+        None => Ok(default),
+        Some(0) => Err(ToolError("max_tokens must be at least 1".into())),
+        Some(n) if n as usize > MAX_TOKENS_LIMIT => Err(ToolError(format!(
+            "max_tokens {n} is over the limit {MAX_TOKENS_LIMIT}"
+        ))),
+        Some(n) => Ok(n as usize),
+    }
+}
+
+#[tool_router]
+impl WeftMcp {
+    /// A server over `backend`; with `indexer`, the `index` tool is offered.
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        indexer: Option<Arc<dyn IndexRunner>>,
+        options: McpOptions,
+    ) -> Self {
+        let mut tool_router = Self::tool_router();
+        if indexer.is_none() {
+            tool_router.remove_route("index");
+        }
+        Self {
+            backend,
+            indexer,
+            options,
+            tool_router,
+        }
+    }
+
+    /// The revision of each project, for citations (empty when the backend
+    /// cannot list projects).
+    async fn revisions(&self) -> HashMap<String, String> {
+        match self.backend.projects().await {
+            Ok(projects) => projects
+                .into_iter()
+                .filter_map(|p| Some((p.name, p.revision?)))
+                .collect(),
+            Err(_) => HashMap::new(),
+        }
+    }
+
+    #[tool(
+        description = "Search the indexed code and documentation. Returns the most relevant \
+        spans (whole functions, whole sections) packed into a token budget, each under a \
+        citation `path#Lstart-Lend` with its project, commit and symbol or heading path, \
+        followed by references to further matches that did not fit. Cite those citations; \
+        call get_context with one to read more around it.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn search(
+        &self,
+        Parameters(p): Parameters<SearchParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(self.search_tool(p).await, "search")
+    }
+
+    #[tool(
+        description = "Read more around a place in the index: give a citation from search \
+        (`path#Lstart-Lend`, plus project when several projects hold that path) or a chunk id. \
+        Returns the whole function or section it lies in, widened with neighbouring code or \
+        text while it fits max_tokens, with a citation of exactly the lines returned.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_context(
+        &self,
+        Parameters(p): Parameters<GetContextParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(self.get_context_tool(p).await, "get_context")
+    }
+
+    #[tool(
+        description = "List the indexed projects: name, source, last indexed commit (git) and \
+        time, documents and chunks. Use the names to restrict search to projects.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_projects(
+        &self,
+        Parameters(_): Parameters<ListProjectsParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(self.list_projects_tool().await, "list_projects")
+    }
+
+    #[tool(
+        description = "Index a directory, git repository URL or documentation site URL (or \
+        bring an indexed one up to date: only what changed is re-indexed). May take minutes \
+        for a large source.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn index(
+        &self,
+        Parameters(p): Parameters<IndexParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(self.index_tool(p).await, "index")
+    }
+}
+
+impl WeftMcp {
+    async fn search_tool(&self, p: SearchParams) -> ToolResult {
+        if p.query.trim().is_empty() {
+            return Err(ToolError("query is empty".into()));
+        }
+        let max_tokens = budget(p.max_tokens, self.options.default_max_tokens)?;
+        let limit = match p.limit {
+            None => 10,
+            Some(n @ 1..=100) => n as usize,
+            Some(n) => return Err(ToolError(format!("limit {n} is not within 1..=100"))),
+        };
+        let (path_prefix, globs) = path_filters(p.paths.as_deref().unwrap_or_default())?;
+        let mode = match p.mode.unwrap_or(ModeParam::Hybrid) {
+            ModeParam::Hybrid => SearchMode::Hybrid,
+            ModeParam::Vector => SearchMode::Vector,
+            ModeParam::Text => SearchMode::Text,
+        };
+        let request = SearchRequest {
+            query: p.query,
+            filter: SearchFilter {
+                projects: p.projects.unwrap_or_default(),
+                content_types: p
+                    .content_types
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(Into::into)
+                    .collect(),
+                languages: Vec::new(),
+                path_prefix,
+            },
+            // Globs narrow the results after the search: ask for more.
+            limit: if globs.is_some() {
+                (limit * 3).min(100)
+            } else {
+                limit
+            },
+            mode,
+            expand: true,
+            adjacency: None,
+            rerank: true,
+        };
+        let mut results = self.backend.search(&request).await?;
+        if let Some(globs) = &globs {
+            results.retain(|d| globs.is_match(&d.uri));
+        }
+        let revisions = self.revisions().await;
+        let packed = pack(
+            &results,
+            &revisions,
+            &PackOptions { max_tokens },
+            &ApproxTokenCounter,
+        );
+        pack_result(&packed)
+    }
+
+    async fn get_context_tool(&self, p: GetContextParams) -> ToolResult {
+        let max_tokens = budget(p.max_tokens, self.options.default_max_tokens)?;
+        let (chunks, target) = match (&p.citation, &p.chunk_id) {
+            (Some(_), Some(_)) => {
+                return Err(ToolError(
+                    "give either citation or chunk_id, not both".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(ToolError(
+                    "give a citation (path#Lstart-Lend) or a chunk_id".into(),
+                ));
+            }
+            (Some(c), None) => {
+                let citation: Citation = c.parse().map_err(ToolError)?;
+                let chunks = self
+                    .document_of(&citation.uri, p.project.as_deref())
+                    .await?;
+                let (start, end) = citation.lines.unwrap_or((1, 1));
+                let last = chunks.iter().map(|c| c.end_line).max().unwrap_or(0);
+                if start > last {
+                    return Err(ToolError(format!(
+                        "{c}: line {start} is past the end of {} ({last} lines)",
+                        citation.uri
+                    )));
+                }
+                (chunks, ContextTarget::Lines(start, end.min(last)))
+            }
+            (None, Some(id)) => self.chunk_target(id).await?,
+        };
+        let revision = self
+            .revisions()
+            .await
+            .remove(chunks.first().map_or("", |c| c.project.as_str()));
+        let packed = expand_context(
+            &chunks,
+            target,
+            revision.as_deref(),
+            max_tokens,
+            &ApproxTokenCounter,
+        )
+        .ok_or_else(|| ToolError("the document has no chunks".into()))?;
+        pack_result(&packed)
+    }
+
+    /// The chunks of the document at `uri`, in `project` or in whichever
+    /// project holds it.
+    async fn document_of(
+        &self,
+        uri: &str,
+        project: Option<&str>,
+    ) -> Result<Vec<weft_core::Chunk>, ToolError> {
+        let projects: Vec<String> = match project {
+            Some(p) => vec![p.to_owned()],
+            None => self
+                .backend
+                .projects()
+                .await
+                .map_err(|e| ToolError(format!("{e}; pass project with the citation")))?
+                .into_iter()
+                .map(|p| p.name)
+                .collect(),
+        };
+        let mut found = Vec::new();
+        for name in &projects {
+            let chunks = self
+                .backend
+                .document_chunks(&DocumentId::new(name, uri))
+                .await?;
+            if !chunks.is_empty() {
+                found.push((name.clone(), chunks));
+            }
+        }
+        match found.len() {
+            0 => Err(ToolError(format!(
+                "no indexed document {uri:?} in {}",
+                if projects.is_empty() {
+                    "any project (nothing is indexed)".to_owned()
+                } else {
+                    format!("project(s) {}", projects.join(", "))
+                }
+            ))),
+            1 => Ok(found.remove(0).1),
+            _ => Err(ToolError(format!(
+                "{uri:?} is in several projects ({}): pass project",
+                found
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    async fn chunk_target(
+        &self,
+        id: &str,
+    ) -> Result<(Vec<weft_core::Chunk>, ContextTarget), ToolError> {
+        let id = id.trim();
+        let (document, index) = if let Some((doc, index)) = id.split_once(':') {
+            let document = DocumentId::parse(doc).ok_or_else(|| {
+                ToolError(format!(
+                    "chunk_id {id:?}: {doc:?} is not a document id (16 hex characters)"
+                ))
+            })?;
+            let index: u32 = index.parse().map_err(|_| {
+                ToolError(format!("chunk_id {id:?}: {index:?} is not a chunk index"))
+            })?;
+            (document, index)
+        } else {
+            let chunk_id = id.parse::<ChunkId>().map_err(|_| {
+                ToolError(format!(
+                    "chunk_id {id:?} is neither DOCUMENT_ID:CHUNK_INDEX nor a chunk UUID"
+                ))
+            })?;
+            let chunk = self
+                .backend
+                .chunk(chunk_id)
+                .await?
+                .ok_or_else(|| ToolError(format!("no chunk with id {id}")))?;
+            (chunk.document_id.clone(), chunk.chunk_index)
+        };
+        let chunks = self.backend.document_chunks(&document).await?;
+        if !chunks.iter().any(|c| c.chunk_index == index) {
+            return Err(ToolError(format!(
+                "no chunk {index} of document {document} ({} chunks indexed)",
+                chunks.len()
+            )));
+        }
+        Ok((chunks, ContextTarget::Chunk(index)))
+    }
+
+    async fn list_projects_tool(&self) -> ToolResult {
+        let projects = self.backend.projects().await?;
+        let mut text = String::new();
+        if projects.is_empty() {
+            text.push_str("No project is indexed.\n");
+        }
+        for p in &projects {
+            text.push_str(&format!(
+                "- {}: {} documents, {} chunks, from {}{}{}\n",
+                p.name,
+                p.documents,
+                p.chunks,
+                p.source,
+                p.revision
+                    .as_deref()
+                    .map(|r| format!(" @ {}", &r[..r.len().min(12)]))
+                    .unwrap_or_default(),
+                p.indexed_at_utc
+                    .as_deref()
+                    .map(|t| format!(", indexed {t}"))
+                    .unwrap_or_default()
+            ));
+        }
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(json!({ "projects": projects }));
+        Ok(result)
+    }
+
+    async fn index_tool(&self, p: IndexParams) -> ToolResult {
+        let indexer = self.indexer.as_ref().ok_or_else(|| {
+            ToolError("indexing is off: start weft mcp with --allow-index".into())
+        })?;
+        if p.source.trim().is_empty() {
+            return Err(ToolError("source is empty".into()));
+        }
+        let summary = indexer
+            .index(
+                p.source.trim(),
+                p.project.as_deref(),
+                p.reindex.unwrap_or(false),
+            )
+            .await
+            .map_err(|e| ToolError(format!("{}: {e}", p.source)))?;
+        let text = format!(
+            "Indexed {}.\n{}",
+            p.source,
+            serde_json::to_string_pretty(&summary)?
+        );
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(json!({ "summary": summary }));
+        Ok(result)
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for WeftMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("weft", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "weft searches {} (code and documentation). Use search to find relevant \
+                 code or docs (packed into max_tokens, with citations path#Lstart-Lend), \
+                 get_context to read more around a citation, list_projects to see what \
+                 is indexed.",
+                self.backend.describe()
+            ))
+    }
+}
+
+/// Why serving stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The MCP session failed to start or broke.
+    #[error("MCP over stdio: {0}")]
+    Stdio(String),
+    /// The HTTP address could not be bound or served.
+    #[error("MCP over HTTP on {addr}: {source}")]
+    Http {
+        /// The address.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Serves `server` over stdin/stdout until the client closes the stream.
+pub async fn serve_stdio(server: WeftMcp) -> Result<(), ServeError> {
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Stdio(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Stdio(e.to_string()))?;
+    Ok(())
+}
+
+/// Serves `server` over streamable HTTP at `/mcp` on `listener` until
+/// `shutdown` completes. `allowed_hosts` extends the loopback names the
+/// `Host` header may carry (DNS-rebinding protection).
+pub async fn serve_http(
+    server: WeftMcp,
+    listener: tokio::net::TcpListener,
+    allowed_hosts: &[String],
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let addr = listener
+        .local_addr()
+        .map(|a: SocketAddr| a.to_string())
+        .unwrap_or_default();
+    let mut config = StreamableHttpServerConfig::default();
+    config.allowed_hosts.extend(allowed_hosts.iter().cloned());
+    // Cancelled at shutdown: every session ends.
+    let cancel = config.cancellation_token.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            cancel.cancel();
+        })
+        .await
+        .map_err(|source| ServeError::Http { addr, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_globs_give_a_store_prefix_and_a_result_filter() {
+        let (prefix, set) = path_filters(&["src/main/**/*.java".into()]).unwrap();
+        assert_eq!(prefix.as_deref(), Some("src/main"));
+        let set = set.unwrap();
+        assert!(set.is_match("src/main/a/B.java"));
+        assert!(!set.is_match("src/test/B.java"));
+        let (prefix, set) = path_filters(&["docs/".into()]).unwrap();
+        assert_eq!(prefix.as_deref(), Some("docs"));
+        let set = set.unwrap();
+        assert!(set.is_match("docs/a.md") && set.is_match("docs") && !set.is_match("docsx/a"));
+        let (prefix, _) = path_filters(&["a/*.md".into(), "b/*.md".into()]).unwrap();
+        assert_eq!(prefix, None, "no shared prefix");
+        assert!(path_filters(&["a/[".into()]).is_err());
+        assert_eq!(path_filters(&[]).unwrap().0, None);
+    }
+
+    #[test]
+    fn budgets_are_checked() {
+        assert_eq!(budget(None, 2000).unwrap(), 2000);
+        assert_eq!(budget(Some(10), 2000).unwrap(), 10);
+        assert!(budget(Some(0), 2000).is_err());
+        assert!(budget(Some(1_000_000), 2000).is_err());
+    }
+}
