@@ -64,6 +64,9 @@ if ! "$mcp_venv/bin/python" -c 'import importlib.metadata as m; assert m.version
 fi
 export WEFT_MCP_PYTHON="$mcp_venv/bin/python"
 
+step "deploy: Dockerfile and Kubernetes manifests (hadolint, kustomize, Kubernetes and KEDA schemas)"
+tools/check-deploy.sh
+
 step "cargo test"
 cargo test --workspace
 
