@@ -213,12 +213,14 @@ impl Indexer {
                     url,
                     &self.sources_dir.join(sources::checkout_name(&project)),
                 );
-                options.progress.set_message(format!("fetching {url}"));
+                options
+                    .progress
+                    .set_message(format!("fetching {}", spec.display()));
                 let head = repo.sync().map_err(|e| IndexError::Source(e.to_string()))?;
                 summary.revision = Some(head.clone());
                 let last = previous_state
                     .as_ref()
-                    .filter(|s| s.source == *url)
+                    .filter(|s| s.source == spec.display())
                     .and_then(|s| s.revision.clone())
                     .filter(|rev| !stale && repo.has_commit(rev));
                 match last {
@@ -254,7 +256,9 @@ impl Indexer {
                 }
             }
             SourceSpec::Site(url) => {
-                options.progress.set_message(format!("crawling {url}"));
+                options
+                    .progress
+                    .set_message(format!("crawling {}", spec.display()));
                 let (pages, issues) = sources::crawl(url, &self.config.crawl, &options.progress)
                     .await
                     .map_err(|e| IndexError::Source(e.to_string()))?;

@@ -25,7 +25,7 @@ use weft_core::ports::{Catalog, ProjectState};
 use weft_nats::trace::{TraceContext, TraceHeaders as _};
 use weft_nats::{Jet, NatsCatalog, NatsError};
 use weft_pipeline::Issue;
-use weft_pipeline::sources::{self, DirSelection, GitRepo, SourceSpec};
+use weft_pipeline::sources::{self, DirSelection, GitPolicy, GitRepo, SourceSpec};
 use weft_proto::v1;
 use weft_telemetry::trace::{Kind, start_span};
 
@@ -110,11 +110,29 @@ impl Manifest {
             .enumerate()
             .map(|(i, entry)| {
                 let base = path.parent().unwrap_or(Path::new("."));
-                // Relative directories are relative to the manifest.
+                if entry.source.chars().any(char::is_control) {
+                    return Err(err(format!(
+                        "sources[{i}].source: {:?} contains control characters",
+                        entry.source
+                    )));
+                }
+                // Relative directories are relative to the manifest, and stay
+                // under its directory (an absolute path says where else).
                 let arg = if entry.source.contains("://") || entry.source.starts_with("git@") {
                     entry.source.clone()
                 } else {
-                    base.join(&entry.source).display().to_string()
+                    let relative = Path::new(&entry.source);
+                    if relative.is_relative()
+                        && relative
+                            .components()
+                            .any(|c| matches!(c, std::path::Component::ParentDir))
+                    {
+                        return Err(err(format!(
+                            "sources[{i}].source: {:?} leaves the manifest's directory; write an absolute path to index a directory elsewhere",
+                            entry.source
+                        )));
+                    }
+                    base.join(relative).display().to_string()
                 };
                 let spec = SourceSpec::parse(&arg)
                     .map_err(|e| err(format!("sources[{i}].source: {e}")))?;
@@ -190,6 +208,8 @@ pub struct Crawler {
     /// The fingerprint of the chunker the configuration describes: a
     /// document recorded as cut by another is published again.
     chunker: String,
+    /// What git may do here: `crawl.git_protocols`, public addresses.
+    git_policy: GitPolicy,
 }
 
 impl Crawler {
@@ -201,12 +221,15 @@ impl Crawler {
             .map_err(|e| CrawlError::Config(format!("{}: {}", e.key, e.message)))?
             .fingerprint()
             .to_owned();
+        let git_policy = GitPolicy::from_crawl_config(&config.crawl)
+            .map_err(|e| CrawlError::Config(format!("{}: {}", e.key, e.message)))?;
         Ok(Self {
             jet,
             catalog,
             config,
             selection,
             chunker,
+            git_policy,
         })
     }
 
@@ -237,11 +260,14 @@ impl Crawler {
                     .collect()
             }
             SourceSpec::Git(url) => {
-                let repo = GitRepo::new(
+                let repo = GitRepo::with_policy(
                     url,
                     &options.checkout_dir.join(sources::checkout_name(project)),
+                    self.git_policy.clone(),
                 );
-                options.progress.set_message(format!("fetching {url}"));
+                options
+                    .progress
+                    .set_message(format!("fetching {}", spec.display()));
                 let head = repo.sync().map_err(|e| source_error(e.to_string()))?;
                 summary.revision = Some(head);
                 let (files, issues) = sources::walk_dir(repo.dir(), &self.selection);
@@ -252,7 +278,9 @@ impl Crawler {
                     .collect()
             }
             SourceSpec::Site(url) => {
-                options.progress.set_message(format!("crawling {url}"));
+                options
+                    .progress
+                    .set_message(format!("crawling {}", spec.display()));
                 let (pages, issues) = sources::crawl(url, &self.config.crawl, &options.progress)
                     .await
                     .map_err(|e| source_error(e.to_string()))?;
