@@ -24,7 +24,7 @@ use weft_core::ports::{Catalog, DocumentRecord, PortError, ProjectState};
 use weft_core::{DocumentId, IndexIdentity, content_hash};
 
 use crate::Issue;
-use crate::sources::{self, CrawlError, DirSelection, GitError, GitRepo, SourceSpec};
+use crate::sources::{self, CrawlError, DirSelection, GitError, GitPolicy, GitRepo, SourceSpec};
 
 /// Why a source could not be planned. Problems with single documents do
 /// not stop a plan; they come out of the [`ChangeSet`] as
@@ -141,6 +141,7 @@ pub struct ChangePlanner {
     skip_dirs: Vec<String>,
     crawl: CrawlConfig,
     checkout_root: PathBuf,
+    git_policy: GitPolicy,
 }
 
 impl ChangePlanner {
@@ -156,7 +157,16 @@ impl ChangePlanner {
             skip_dirs: sources.skip_dirs.clone(),
             crawl: crawl.clone(),
             checkout_root: checkout_root.into(),
+            git_policy: GitPolicy::local(),
         })
+    }
+
+    /// The same planner, with git limited to what `policy` allows (the
+    /// distributed crawler's is `crawl.git_protocols` and public addresses;
+    /// `weft index` trusts the user's own git, [`GitPolicy::local`]).
+    pub fn with_git_policy(mut self, policy: GitPolicy) -> Self {
+        self.git_policy = policy;
+        self
     }
 
     /// Where the checkout of `project`'s git source is kept.
@@ -213,12 +223,13 @@ impl ChangePlanner {
                     source_name: spec.display(),
                     error,
                 };
-                let repo = GitRepo::new(url, &self.checkout_dir(project));
-                progress.set_message(format!("fetching {url}"));
+                let repo =
+                    GitRepo::with_policy(url, &self.checkout_dir(project), self.git_policy.clone());
+                progress.set_message(format!("fetching {}", spec.display()));
                 let head = repo.sync().map_err(git_error)?;
                 set.revision = Some(head.clone());
                 let base = previous_state
-                    .filter(|s| s.source == *url)
+                    .filter(|s| s.source == spec.display())
                     .and_then(|s| s.revision)
                     .filter(|rev| !options.force && set.outdated == 0 && repo.has_commit(rev));
                 match base {
@@ -241,7 +252,7 @@ impl ChangePlanner {
                 }
             }
             SourceSpec::Site(url) => {
-                progress.set_message(format!("crawling {url}"));
+                progress.set_message(format!("crawling {}", spec.display()));
                 let (pages, issues) =
                     sources::crawl(url, &self.crawl, progress)
                         .await

@@ -186,7 +186,12 @@ fn serve_site() -> String {
 async fn documentation_site_is_crawled_within_robots_and_sitemap() {
     let site = serve_site();
     let data = tempfile::tempdir().unwrap();
-    let indexer = common::indexer(data.path(), common::model());
+    // A site on this machine: loopback must be allowed (crawl_security.rs).
+    let indexer = common::indexer_with(
+        data.path(),
+        common::model(),
+        common::loopback_crawl_config(),
+    );
     let spec = SourceSpec::parse(&format!("{site}/docs/")).unwrap();
     assert!(matches!(spec, SourceSpec::Site(_)));
     let summary = indexer
@@ -239,7 +244,11 @@ async fn documentation_site_is_crawled_within_robots_and_sitemap() {
 #[tokio::test]
 async fn an_unreachable_site_is_an_error_naming_it() {
     let data = tempfile::tempdir().unwrap();
-    let indexer = common::indexer(data.path(), common::model());
+    let indexer = common::indexer_with(
+        data.path(),
+        common::model(),
+        common::loopback_crawl_config(),
+    );
     // A port nothing listens on.
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()

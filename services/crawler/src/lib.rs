@@ -24,7 +24,7 @@ use weft_core::IndexIdentity;
 use weft_core::ports::Catalog;
 use weft_nats::trace::{TraceContext, TraceHeaders as _};
 use weft_nats::{Jet, NatsCatalog, NatsError};
-use weft_pipeline::sources::SourceSpec;
+use weft_pipeline::sources::{GitPolicy, SourceSpec};
 use weft_pipeline::{ChangePlanner, Compare, Issue, PlanError, PlanOptions};
 use weft_proto::v1;
 use weft_telemetry::trace::{Kind, start_span};
@@ -105,11 +105,29 @@ impl Manifest {
             .enumerate()
             .map(|(i, entry)| {
                 let base = path.parent().unwrap_or(Path::new("."));
-                // Relative directories are relative to the manifest.
+                if entry.source.chars().any(char::is_control) {
+                    return Err(err(format!(
+                        "sources[{i}].source: {:?} contains control characters",
+                        entry.source
+                    )));
+                }
+                // Relative directories are relative to the manifest, and stay
+                // under its directory (an absolute path says where else).
                 let arg = if entry.source.contains("://") || entry.source.starts_with("git@") {
                     entry.source.clone()
                 } else {
-                    base.join(&entry.source).display().to_string()
+                    let relative = Path::new(&entry.source);
+                    if relative.is_relative()
+                        && relative
+                            .components()
+                            .any(|c| matches!(c, std::path::Component::ParentDir))
+                    {
+                        return Err(err(format!(
+                            "sources[{i}].source: {:?} leaves the manifest's directory; write an absolute path to index a directory elsewhere",
+                            entry.source
+                        )));
+                    }
+                    base.join(relative).display().to_string()
                 };
                 let spec = SourceSpec::parse(&arg)
                     .map_err(|e| err(format!("sources[{i}].source: {e}")))?;
@@ -184,7 +202,10 @@ impl Crawler {
         checkout_dir: impl Into<PathBuf>,
     ) -> Result<Self, CrawlError> {
         let catalog = jet.catalog().await?;
-        let planner = ChangePlanner::new(&config.sources, &config.crawl, checkout_dir)?;
+        // What git may do here: `crawl.git_protocols`, public addresses.
+        let git_policy = GitPolicy::from_crawl_config(&config.crawl)?;
+        let planner = ChangePlanner::new(&config.sources, &config.crawl, checkout_dir)?
+            .with_git_policy(git_policy);
         let chunker = weft_chunking::Chunker::new(config.chunking.clone())?;
         Ok(Self {
             jet,

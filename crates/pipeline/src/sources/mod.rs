@@ -3,13 +3,14 @@
 
 mod dir;
 mod git;
+pub mod net;
 mod site;
 
 use std::path::{Path, PathBuf};
 
 pub use dir::{DirSelection, walk_dir};
-pub use git::{GitChanges, GitError, GitRepo};
-pub use site::{CrawlError, CrawledPage, crawl};
+pub use git::{GitChanges, GitError, GitPolicy, GitRepo, is_safe_relative_path, redact_url};
+pub use site::{CrawlError, CrawledPage, crawl, crawl_with};
 
 /// A source named on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,16 +90,19 @@ impl SourceSpec {
                 .unwrap_or_else(|_| p.clone())
                 .display()
                 .to_string(),
-            Self::Git(u) => u.clone(),
-            Self::Site(u) => u.to_string(),
+            Self::Git(u) => redact_url(u),
+            Self::Site(u) => redact_url(u.as_str()),
         }
     }
 }
 
 /// A directory name for a project's git checkout: the name with anything
-/// but letters, digits, `-`, `_` and `.` replaced by `_`.
+/// but letters, digits, `-`, `_` and `.` replaced by `_`. A name that had to
+/// change gets a hash of the project, so that two projects never share a
+/// checkout, and a name of dots only (`.`, `..`) or none is never a path
+/// outside the sources directory.
 pub fn checkout_name(project: &str) -> String {
-    project
+    let name: String = project
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
@@ -107,7 +111,13 @@ pub fn checkout_name(project: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    if name == project && !name.is_empty() && !name.chars().all(|c| c == '.') {
+        return name;
+    }
+    let hash = weft_core::content_hash(project);
+    let name = name.replace('.', "_");
+    format!("{name}-{}", &hash[..8])
 }
 
 /// `path` relative to `root`, with `/` separators.

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -87,13 +89,24 @@ pub async fn search(
 
 /// An indexer over `data` with `embedder`.
 pub fn indexer(data: &Path, embedder: Arc<dyn Embedder>) -> Indexer {
-    Indexer::new(
-        stores(data),
-        embedder,
-        &weft_config::WeftConfig::default(),
-        data.join("sources"),
-    )
-    .expect("indexer")
+    indexer_with(data, embedder, weft_config::WeftConfig::default())
+}
+
+/// An indexer over `data` with `embedder` and `config`.
+pub fn indexer_with(
+    data: &Path,
+    embedder: Arc<dyn Embedder>,
+    config: weft_config::WeftConfig,
+) -> Indexer {
+    Indexer::new(stores(data), embedder, &config, data.join("sources")).expect("indexer")
+}
+
+/// The configuration of a test that crawls a site on this machine:
+/// loopback addresses allowed (they are refused by default).
+pub fn loopback_crawl_config() -> weft_config::WeftConfig {
+    let mut config = weft_config::WeftConfig::default();
+    config.crawl.allow_private_networks = vec!["127.0.0.0/8".into()];
+    config
 }
 
 pub const RATE_LIMITER: &str = r#"package com.example.throttle;
