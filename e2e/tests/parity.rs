@@ -237,6 +237,9 @@ async fn embedded_and_distributed_indexing_agree() {
             "WEFT_DATA_DIR",
             distributed_data.path().display().to_string(),
         ),
+        // The fixture is a local repository, which weft-crawler refuses
+        // unless configured.
+        ("WEFT__CRAWL__GIT_PROTOCOLS", "https,ssh,file".to_owned()),
     ];
     let checkout_args = |url: &str| {
         vec![

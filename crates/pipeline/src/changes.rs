@@ -38,7 +38,7 @@ pub enum PlanError {
     #[error("{0}")]
     Selection(String),
     /// The repository could not be cloned, fetched or diffed.
-    #[error("{source_name}: {error}")]
+    #[error("cannot read {source_name}")]
     Git {
         /// The source as given.
         source_name: String,
@@ -47,7 +47,7 @@ pub enum PlanError {
         error: GitError,
     },
     /// The site's start page could not be fetched.
-    #[error("{source_name}: {error}")]
+    #[error("cannot crawl {source_name}")]
     Site {
         /// The source as given.
         source_name: String,

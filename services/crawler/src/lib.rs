@@ -54,6 +54,24 @@ pub enum CrawlError {
         /// What is wrong, naming the entry.
         message: String,
     },
+    /// The manifest file could not be read.
+    #[error("cannot read the manifest {path}")]
+    ManifestUnreadable {
+        /// The manifest file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The manifest is not valid TOML of the expected shape.
+    #[error("{path}")]
+    ManifestSyntax {
+        /// The manifest file.
+        path: PathBuf,
+        /// What the TOML parser says (line, column, key).
+        #[source]
+        source: toml::de::Error,
+    },
     /// A setting cannot work.
     #[error(transparent)]
     Config(#[from] InvalidSetting),
@@ -94,8 +112,16 @@ impl Manifest {
             path: path.to_owned(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        let manifest: Manifest = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| CrawlError::ManifestUnreadable {
+                path: path.to_owned(),
+                source,
+            })?;
+        let manifest: Manifest =
+            toml::from_str(&text).map_err(|source| CrawlError::ManifestSyntax {
+                path: path.to_owned(),
+                source,
+            })?;
         if manifest.sources.is_empty() {
             return Err(err("lists no [[sources]]".into()));
         }

@@ -42,13 +42,33 @@ pub struct HttpReranker {
 /// What went wrong talking to the rerank API.
 #[derive(Debug, thiserror::Error)]
 pub enum RerankError {
-    /// The request failed or the service answered with an error.
-    #[error("{endpoint}: {message}")]
+    /// The HTTP client could not be built, or the request failed.
+    #[error("{endpoint}")]
     Http {
         /// The URL called.
         endpoint: String,
         /// What happened.
-        message: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The service answered with an error status.
+    #[error("{endpoint}: HTTP {status}: {body}")]
+    Status {
+        /// The URL called.
+        endpoint: String,
+        /// The status.
+        status: reqwest::StatusCode,
+        /// The start of the answer's body.
+        body: String,
+    },
+    /// The answer is not JSON.
+    #[error("{endpoint}: the answer is not JSON")]
+    Json {
+        /// The URL called.
+        endpoint: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
     },
     /// The answer is not in the expected shape.
     #[error("{endpoint}: unexpected answer: {message}")]
@@ -72,9 +92,9 @@ impl HttpReranker {
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .build()
-            .map_err(|e| RerankError::Http {
+            .map_err(|source| RerankError::Http {
                 endpoint: endpoint.clone(),
-                message: e.to_string(),
+                source,
             })?;
         let name = format!(
             "{} {}",
@@ -105,9 +125,9 @@ impl HttpReranker {
                 b
             }
         };
-        let http = |message: String| RerankError::Http {
+        let http = |source: reqwest::Error| RerankError::Http {
             endpoint: self.endpoint.clone(),
-            message,
+            source,
         };
         let response = self
             .client
@@ -115,18 +135,19 @@ impl HttpReranker {
             .json(&body)
             .send()
             .await
-            .map_err(|e| http(e.to_string()))?;
+            .map_err(http)?;
         let status = response.status();
-        let text = response.text().await.map_err(|e| http(e.to_string()))?;
+        let text = response.text().await.map_err(http)?;
         if !status.is_success() {
-            return Err(http(format!(
-                "HTTP {status}: {}",
-                text.chars().take(500).collect::<String>()
-            )));
+            return Err(RerankError::Status {
+                endpoint: self.endpoint.clone(),
+                status,
+                body: text.chars().take(500).collect(),
+            });
         }
-        let value: Value = serde_json::from_str(&text).map_err(|e| RerankError::Shape {
+        let value: Value = serde_json::from_str(&text).map_err(|source| RerankError::Json {
             endpoint: self.endpoint.clone(),
-            message: e.to_string(),
+            source,
         })?;
         parse_scores(self.shape, &value, passages.len()).map_err(|message| RerankError::Shape {
             endpoint: self.endpoint.clone(),

@@ -98,9 +98,12 @@ pub enum TextIndexError {
     /// A read or write failed.
     #[error("text index: {0}")]
     Tantivy(#[from] tantivy::TantivyError),
-    /// A stored chunk could not be read back.
-    #[error("text index: stored chunk is corrupt: {0}")]
-    CorruptChunk(String),
+    /// A stored chunk could not be written or read back as JSON.
+    #[error("text index: stored chunk is corrupt")]
+    CorruptChunk(#[source] serde_json::Error),
+    /// A stored document has no chunk payload.
+    #[error("text index: a stored document has no chunk payload")]
+    MissingPayload,
 }
 
 #[derive(Clone, Copy)]
@@ -294,8 +297,7 @@ impl TantivyTextIndex {
                 f.content,
                 format!("{}\n{}\n{}", c.uri, c.section, c.readable_content()),
             );
-            let payload = serde_json::to_string(c)
-                .map_err(|e| TextIndexError::CorruptChunk(e.to_string()))?;
+            let payload = serde_json::to_string(c).map_err(TextIndexError::CorruptChunk)?;
             doc.add_text(f.payload, &payload);
             writer.add_document(doc)?;
         }
@@ -495,8 +497,8 @@ impl TantivyTextIndex {
         let payload = doc
             .get_first(self.fields.payload)
             .and_then(|v| v.as_str())
-            .ok_or_else(|| TextIndexError::CorruptChunk("no payload".into()))?;
-        serde_json::from_str(payload).map_err(|e| TextIndexError::CorruptChunk(e.to_string()))
+            .ok_or(TextIndexError::MissingPayload)?;
+        serde_json::from_str(payload).map_err(TextIndexError::CorruptChunk)
     }
 }
 

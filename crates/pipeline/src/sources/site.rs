@@ -283,7 +283,7 @@ impl Fetcher {
     async fn fetch(
         &self,
         url: &Url,
-        in_scope: &dyn Fn(&Url) -> bool,
+        in_scope: &(dyn Fn(&Url) -> bool + Sync),
         accept: Accept<'_>,
     ) -> Result<Option<Fetched>, String> {
         let mut url = url.clone();
