@@ -191,7 +191,6 @@ struct Builder {
     constants: HashMap<Vec<i64>, String>,
 }
 
-
 fn ort_error(e: ort::Error) -> String {
     e.to_string()
 }
@@ -226,8 +225,9 @@ impl Builder {
     }
 
     fn i64_tensor(&mut self, name: &str, values: &[i64]) -> Result<String> {
-        let mut tensor = Tensor::<i64>::new(&Allocator::default(), Shape::new([values.len() as i64]))
-            .map_err(ort_error)?;
+        let mut tensor =
+            Tensor::<i64>::new(&Allocator::default(), Shape::new([values.len() as i64]))
+                .map_err(ort_error)?;
         tensor.extract_tensor_mut().1.copy_from_slice(values);
         self.graph
             .add_initializer(name, tensor, false)
@@ -391,11 +391,7 @@ pub fn build(spec: &Spec, bytes: &[u8], max_tokens: usize) -> Result<Model> {
 
     // Embeddings.
     let (vocab, _) = w.get("embeddings.word_embeddings.weight")?;
-    let words = b.weight(
-        &w,
-        "embeddings.word_embeddings.weight",
-        &[vocab[0], hidden],
-    )?;
+    let words = b.weight(&w, "embeddings.word_embeddings.weight", &[vocab[0], hidden])?;
     let word_vectors = b.op("Gather", &[&words, "input_ids"], vec![])?;
     let (positions_shape, positions) = w.get("embeddings.position_embeddings.weight")?;
     if positions_shape.len() != 2 || positions_shape[1] != hidden {
@@ -468,7 +464,11 @@ pub fn build(spec: &Spec, bytes: &[u8], max_tokens: usize) -> Result<Model> {
             &[spec.buckets, heads],
         )?;
         let per_head = b.op("Gather", &[&weights, &buckets], vec![])?; // [t, t, heads]
-        let per_head = b.op("Transpose", &[&per_head], vec![attr_list("perm", vec![2, 0, 1])?])?;
+        let per_head = b.op(
+            "Transpose",
+            &[&per_head],
+            vec![attr_list("perm", vec![2, 0, 1])?],
+        )?;
         let per_head = b.op("Unsqueeze", &[&per_head, &zero], vec![])?;
         bias = b.op("Add", &[&bias, &per_head], vec![])?;
     }
@@ -547,7 +547,8 @@ pub fn build(spec: &Spec, bytes: &[u8], max_tokens: usize) -> Result<Model> {
     .map_err(ort_error)?;
     b.graph.add_node(normalise).map_err(ort_error)?;
 
-    let mut model = Model::new([Opset::new(ONNX_DOMAIN, 17).map_err(ort_error)?]).map_err(ort_error)?;
+    let mut model =
+        Model::new([Opset::new(ONNX_DOMAIN, 17).map_err(ort_error)?]).map_err(ort_error)?;
     model.set_graph(b.graph).map_err(ort_error)?;
     Ok(model)
 }
@@ -572,14 +573,20 @@ mod tests {
             r#"{"model_type":"bert","hidden_size":384,"num_attention_heads":12,"num_hidden_layers":6,"intermediate_size":1536,"max_position_embeddings":512,"layer_norm_eps":1e-12}"#,
         )
         .unwrap();
-        assert_eq!((bert.architecture, bert.max_tokens), (Architecture::Bert, 512));
+        assert_eq!(
+            (bert.architecture, bert.max_tokens),
+            (Architecture::Bert, 512)
+        );
         // 6 layers × 2 × (4·384² + 2·384·1536) per token, without attention.
         assert_eq!(bert.flops(1, 1) as u64, 21_233_664 + 2 * 6 * 2 * 384);
         let mpnet = Spec::parse(
             r#"{"model_type":"mpnet","hidden_size":768,"num_attention_heads":12,"num_hidden_layers":12,"intermediate_size":3072,"max_position_embeddings":514}"#,
         )
         .unwrap();
-        assert_eq!((mpnet.architecture, mpnet.max_tokens), (Architecture::MpNet, 512));
+        assert_eq!(
+            (mpnet.architecture, mpnet.max_tokens),
+            (Architecture::MpNet, 512)
+        );
         let err = Spec::parse(r#"{"model_type":"gpt2"}"#).unwrap_err();
         assert!(err.contains("gpt2"), "{err}");
     }

@@ -85,7 +85,8 @@ fn reference(dir: &Path, texts: &[&str]) -> Vec<Vec<f64>> {
 fn assert_matches_reference(model: &LocalEmbedder, dir: &Path, dimension: usize) {
     // A long text too: truncated at max_tokens, and MPNet's relative
     // positions beyond the exact buckets.
-    let long = "Splits the input at every separator, trims each part and drops empty ones. ".repeat(30);
+    let long =
+        "Splits the input at every separator, trims each part and drops empty ones. ".repeat(30);
     let mut texts = TEXTS.to_vec();
     texts.push(&long);
     let expected = reference(dir, &texts);
@@ -127,7 +128,10 @@ fn mpnet_vectors_ignore_padding_and_keep_their_order() {
             .zip(&together[i])
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
-        assert!(diff < 1e-5, "text {i}: padding or order changed the vector by {diff}");
+        assert!(
+            diff < 1e-5,
+            "text {i}: padding or order changed the vector by {diff}"
+        );
     }
     let related = cosine(&together[1], &together[2]);
     let question = mpnet()
