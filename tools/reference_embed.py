@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""An independent reference for weft's local embedder: a BERT forward pass in
-numpy, mean pooling over the attention mask, L2 normalisation.
+"""An independent reference for weft's local embedder: a BERT or MPNet forward
+pass in numpy (float64), mean pooling over the attention mask, L2
+normalisation. MPNet as in Hugging Face transformers' MPNetModel: positions
+counted from the padding index, and a relative-position bias (32 log-spaced
+buckets, shared by all layers) added to the attention scores.
 
     reference_embed.py MODEL_DIR MAX_TOKENS TEXT...   -> JSON list of vectors
 
@@ -28,11 +31,27 @@ def linear(x, weights, name):
     return x @ weights[name + ".weight"].T + weights[name + ".bias"]
 
 
+def relative_position_bucket(relative, num_buckets=32, max_distance=128):
+    """MPNetEncoder.relative_position_bucket, elementwise over an int array."""
+    n = -relative
+    num_buckets //= 2
+    ret = (n < 0).astype(np.int64) * num_buckets
+    n = np.abs(n)
+    max_exact = num_buckets // 2
+    with np.errstate(divide="ignore"):
+        large = max_exact + (np.log(np.maximum(n, 1) / max_exact) / math.log(max_distance / max_exact)
+                             * (num_buckets - max_exact)).astype(np.int64)
+    large = np.minimum(large, num_buckets - 1)
+    return ret + np.where(n < max_exact, n, large)
+
+
 def embed(model_dir, max_tokens, texts):
     config = json.load(open(f"{model_dir}/config.json"))
     weights = {k: v.astype(np.float64) for k, v in load_file(f"{model_dir}/model.safetensors").items()}
     tokenizer = Tokenizer.from_file(f"{model_dir}/tokenizer.json")
-    tokenizer.enable_padding()  # to the longest in the batch
+    mpnet = config["model_type"] == "mpnet"
+    pad = tokenizer.padding["pad_id"] if tokenizer.padding else 0
+    tokenizer.enable_padding(pad_id=pad)  # to the longest in the batch
     tokenizer.enable_truncation(max_tokens)
     enc = tokenizer.encode_batch(texts)
     ids = np.array([e.ids for e in enc])
@@ -41,25 +60,37 @@ def embed(model_dir, max_tokens, texts):
     eps = config["layer_norm_eps"]
     heads = config["num_attention_heads"]
     batch, length = ids.shape
-    x = (weights["embeddings.word_embeddings.weight"][ids]
-         + weights["embeddings.position_embeddings.weight"][np.arange(length)][None]
-         + weights["embeddings.token_type_embeddings.weight"][types])
-    x = layer_norm(x, weights["embeddings.LayerNorm.weight"], weights["embeddings.LayerNorm.bias"], eps)
     bias = (1.0 - mask)[:, None, None, :] * -1e9
+    if mpnet:
+        # create_position_ids_from_input_ids: padding index 1, tokens from 2.
+        positions = (np.cumsum(ids != pad, axis=1) * (ids != pad) + pad).astype(np.int64)
+        x = weights["embeddings.word_embeddings.weight"][ids] + weights["embeddings.position_embeddings.weight"][positions]
+        relative = np.arange(length)[None, :] - np.arange(length)[:, None]
+        buckets = relative_position_bucket(relative, config.get("relative_attention_num_buckets", 32))
+        position_bias = weights["encoder.relative_attention_bias.weight"][buckets]  # [q, k, heads]
+        bias = bias + position_bias.transpose(2, 0, 1)[None]
+        names = ("attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm")
+    else:
+        x = (weights["embeddings.word_embeddings.weight"][ids]
+             + weights["embeddings.position_embeddings.weight"][np.arange(length)][None]
+             + weights["embeddings.token_type_embeddings.weight"][types])
+        names = ("attention.self.query", "attention.self.key", "attention.self.value",
+                 "attention.output.dense", "attention.output.LayerNorm")
+    x = layer_norm(x, weights["embeddings.LayerNorm.weight"], weights["embeddings.LayerNorm.bias"], eps)
     hidden = x.shape[-1]
     size = hidden // heads
     for i in range(config["num_hidden_layers"]):
         p = f"encoder.layer.{i}."
+        query, key, value, output, norm = (p + n for n in names)
         split = lambda t: t.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
-        q = split(linear(x, weights, p + "attention.self.query"))
-        k = split(linear(x, weights, p + "attention.self.key"))
-        v = split(linear(x, weights, p + "attention.self.value"))
+        q = split(linear(x, weights, query))
+        k = split(linear(x, weights, key))
+        v = split(linear(x, weights, value))
         scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(size) + bias
         scores = np.exp(scores - scores.max(-1, keepdims=True))
         probs = scores / scores.sum(-1, keepdims=True)
         context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, length, hidden)
-        x = layer_norm(linear(context, weights, p + "attention.output.dense") + x,
-                       weights[p + "attention.output.LayerNorm.weight"], weights[p + "attention.output.LayerNorm.bias"], eps)
+        x = layer_norm(linear(context, weights, output) + x, weights[norm + ".weight"], weights[norm + ".bias"], eps)
         inner = linear(x, weights, p + "intermediate.dense")
         inner = 0.5 * inner * (1.0 + erf(inner / math.sqrt(2.0)))
         x = layer_norm(linear(inner, weights, p + "output.dense") + x,

@@ -38,9 +38,11 @@ else
   exit 1
 fi
 
-step "fetch the embedding model and the reference venv"
+step "fetch the embedding models, the ONNX Runtime library and the reference venv"
 export WEFT_MODEL_DIR=${WEFT_MODEL_DIR:-$HOME/.cache/weft/models/all-MiniLM-L6-v2}
 tools/fetch-model.sh "$WEFT_MODEL_DIR" >/dev/null
+export WEFT_MPNET_MODEL_DIR=${WEFT_MPNET_MODEL_DIR:-$HOME/.cache/weft/models/all-mpnet-base-v2}
+tools/fetch-model.sh all-mpnet-base-v2 "$WEFT_MPNET_MODEL_DIR" >/dev/null
 venv=$HOME/.cache/weft/reference-venv
 if ! "$venv/bin/python" -c 'import numpy, safetensors, tokenizers' 2>/dev/null; then
   python3 -m venv "$venv"

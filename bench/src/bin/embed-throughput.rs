@@ -1,11 +1,16 @@
 //! Local embedding throughput on real chunks.
 //!
 //! ```text
-//! cargo run --release -p weft-bench --bin embed-throughput -- DIR [--chunks N] [--model-dir D]
+//! cargo run --release -p weft-bench --bin embed-throughput -- DIR [--chunks N] [--model-dir D] [--rounds R] [--json]
 //! ```
 //!
 //! Chunks the files under DIR, embeds the embedded text of the first N
-//! chunks with the local model, and prints chunks/s and tokens truncated.
+//! chunks with the local model (one `embed` call, as the indexer makes
+//! them: the embedder sorts the texts by length and batches them), R times,
+//! and prints per round chunks/s, tokens/s (tokens after truncation,
+//! padding not counted), the CPU seconds used, and the useful GFLOP/s: the
+//! matrix products of the encoder over the real tokens (2 operations per
+//! multiply-add; padding and the non-matrix work not counted).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -13,10 +18,10 @@ use std::time::Instant;
 use clap::Parser;
 use weft_bench::read_corpus;
 use weft_chunking::{Chunker, ChunkingConfig};
-use weft_embed_candle::{DEFAULT_MAX_TOKENS, LocalEmbedder};
+use weft_embed_candle::{DEFAULT_MAX_TOKENS, LocalEmbedder, padded_tokens};
 
 #[derive(Parser)]
-#[command(about = "Local embedding throughput (chunks/s) on real chunks")]
+#[command(about = "Local embedding throughput (chunks/s, tokens/s, GFLOP/s) on real chunks")]
 struct Args {
     /// A corpus directory.
     dir: PathBuf,
@@ -26,6 +31,30 @@ struct Args {
     /// The model directory (default: WEFT_MODEL_DIR, else ~/.cache/weft/models/all-MiniLM-L6-v2).
     #[arg(long)]
     model_dir: Option<PathBuf>,
+    /// Texts are truncated at this many tokens.
+    #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
+    max_tokens: usize,
+    /// How many times to embed the chunks (the first round included).
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Writes the embedded texts to this file (a JSON list), for other
+    /// implementations to embed the same texts.
+    #[arg(long)]
+    dump_texts: Option<PathBuf>,
+    /// One JSON object per round instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// CPU seconds (user + system, all threads) this process has used so far,
+/// from /proc/self/stat; `None` where that is not readable.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,7 +66,7 @@ fn main() -> anyhow::Result<()> {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
                 .join(".cache/weft/models/all-MiniLM-L6-v2")
         });
-    let embedder = LocalEmbedder::load(&model_dir, DEFAULT_MAX_TOKENS)?;
+    let embedder = LocalEmbedder::load(&model_dir, args.max_tokens)?;
     let chunker = Chunker::new(ChunkingConfig::default())?;
     let mut texts = Vec::new();
     for file in read_corpus(&args.dir) {
@@ -53,18 +82,53 @@ fn main() -> anyhow::Result<()> {
         }
     }
     texts.truncate(args.chunks);
+    if let Some(path) = &args.dump_texts {
+        std::fs::write(path, serde_json::to_vec(&texts)?)?;
+    }
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let chars: usize = refs.iter().map(|t| t.chars().count()).sum();
-    let start = Instant::now();
-    let vectors = embedder.embed(&refs)?;
-    let elapsed = start.elapsed().as_secs_f64();
-    println!(
-        "{} chunks ({:.0} chars avg) in {elapsed:.2}s: {:.1} chunks/s, dimension {}, model {}",
-        vectors.len(),
-        chars as f64 / vectors.len().max(1) as f64,
-        vectors.len() as f64 / elapsed,
-        embedder.dimension(),
-        embedder.model_id()
-    );
+    let lengths = embedder.count_tokens(&refs)?;
+    let tokens: usize = lengths.iter().sum();
+    let padded = padded_tokens(&lengths);
+    let spec = embedder.spec();
+    let flops: f64 = lengths.iter().map(|&n| spec.flops(1, n)).sum();
+    for round in 1..=args.rounds {
+        let (start, cpu_start) = (Instant::now(), cpu_seconds());
+        let vectors = embedder.embed(&refs)?;
+        let elapsed = start.elapsed().as_secs_f64();
+        let cpu = cpu_seconds().zip(cpu_start).map(|(end, start)| end - start);
+        let n = vectors.len();
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "round": round,
+                    "model": embedder.model_id(),
+                    "chunks": n,
+                    "tokens": tokens,
+                    "padded_tokens": padded,
+                    "seconds": elapsed,
+                    "cpu_seconds": cpu,
+                    "chunks_per_s": n as f64 / elapsed,
+                    "tokens_per_s": tokens as f64 / elapsed,
+                    "gflop_per_s": flops / elapsed / 1e9,
+                })
+            );
+        } else {
+            println!(
+                "round {round}: {n} chunks ({:.0} chars, {:.0} tokens avg, padding +{:.1}%) in {elapsed:.2}s ({} CPU-s): \
+                 {:.1} chunks/s, {:.0} tokens/s, {:.1} GFLOP/s; dimension {}, model {}",
+                chars as f64 / n.max(1) as f64,
+                tokens as f64 / n.max(1) as f64,
+                (padded as f64 / tokens.max(1) as f64 - 1.0) * 100.0,
+                cpu.map_or("?".into(), |c| format!("{c:.2}")),
+                n as f64 / elapsed,
+                tokens as f64 / elapsed,
+                flops / elapsed / 1e9,
+                embedder.dimension(),
+                embedder.model_id()
+            );
+        }
+    }
     Ok(())
 }

@@ -435,8 +435,10 @@ impl CrawlConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct EmbeddingConfig {
     /// Directory with `model.safetensors`, `config.json` and `tokenizer.json`
-    /// of a BERT-family model. Default: `~/.cache/weft/models/all-MiniLM-L6-v2`,
-    /// where `tools/fetch-model.sh` puts it.
+    /// of a BERT or MPNet model (`local`). Default: the directory
+    /// `tools/fetch-model.sh` puts the model `model` in,
+    /// `~/.cache/weft/models/<model>` (all-MiniLM-L6-v2 when `model` is
+    /// unset).
     pub model_dir: Option<PathBuf>,
     /// Texts are truncated at this many tokens.
     pub max_tokens: usize,
@@ -447,7 +449,10 @@ pub struct EmbeddingConfig {
     pub provider: EmbeddingProvider,
     /// Base URL of the embeddings API (`http`).
     pub url: Option<String>,
-    /// Model name sent to the API (`http`).
+    /// `local`: the model, by name: `all-MiniLM-L6-v2` (the default) or
+    /// `all-mpnet-base-v2` (stronger, slower), as fetched by
+    /// `tools/fetch-model.sh MODEL`; it names the model directory (so the
+    /// model the index records). `http`: the model name sent to the API.
     pub model: Option<String>,
     /// Name of the environment variable holding the API key (`http`); none
     /// sends no key.
@@ -471,6 +476,31 @@ pub struct EmbeddingConfig {
     /// Sent as `input_type` with chunk requests (`http`): `"passage"` or
     /// `"document"`, as the API names it; unset: not sent.
     pub document_input_type: Option<String>,
+}
+
+/// The local model used when `embedding.model` is unset.
+pub const DEFAULT_LOCAL_MODEL: &str = "all-MiniLM-L6-v2";
+
+impl EmbeddingConfig {
+    /// Where `tools/fetch-model.sh` puts the local model `name`:
+    /// `~/.cache/weft/models/<name>`.
+    pub fn fetched_model_dir(name: &str) -> PathBuf {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        home.join(".cache/weft/models").join(name)
+    }
+
+    /// For the local provider with `model` named and no `model_dir`: sets
+    /// `model_dir` to where that model is fetched.
+    fn resolve_model_dir(&mut self) {
+        if self.provider == EmbeddingProvider::Local
+            && self.model_dir.is_none()
+            && let Some(model) = &self.model
+        {
+            self.model_dir = Some(Self::fetched_model_dir(model));
+        }
+    }
 }
 
 /// Where embeddings come from.
@@ -570,6 +600,24 @@ impl WeftConfig {
                 return bad(
                     "embedding.model",
                     "is required when embedding.provider is http",
+                );
+            }
+        }
+        if self.embedding.provider == EmbeddingProvider::Local
+            && let Some(model) = &self.embedding.model
+        {
+            if model.is_empty() || model.contains(['/', '\\']) || model.starts_with('.') {
+                return bad(
+                    "embedding.model",
+                    "must be a model name such as all-MiniLM-L6-v2 or all-mpnet-base-v2 (a directory goes in embedding.model_dir)",
+                );
+            }
+            if let Some(dir) = &self.embedding.model_dir
+                && dir.file_name() != Some(std::ffi::OsStr::new(model))
+            {
+                return bad(
+                    "embedding.model",
+                    "names the model, and embedding.model_dir is a directory of another name: set one of them",
                 );
             }
         }
@@ -801,6 +849,8 @@ pub fn load_with_env(
         source_name: source_name.clone(),
         setting,
     })?;
+    let mut config = config;
+    config.embedding.resolve_model_dir();
     Ok(Loaded { config, file })
 }
 
@@ -852,6 +902,46 @@ mod tests {
             config.chunking.api_reference_paths,
             vec!["doc/api/**".to_owned()]
         );
+    }
+
+    #[test]
+    fn the_local_model_is_chosen_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "[embedding]\nmodel = \"all-mpnet-base-v2\"\n");
+        let config = load_with_env(Some(&path), no_env()).unwrap().config;
+        let model_dir = config.embedding.model_dir.expect("resolved");
+        assert!(
+            model_dir.ends_with(".cache/weft/models/all-mpnet-base-v2"),
+            "{}",
+            model_dir.display()
+        );
+        assert_eq!(config.embedding.model.as_deref(), Some("all-mpnet-base-v2"));
+
+        for (text, key) in [
+            ("[embedding]\nmodel = \"../x\"\n", "embedding.model"),
+            (
+                "[embedding]\nmodel = \"all-mpnet-base-v2\"\nmodel_dir = \"/m/all-MiniLM-L6-v2\"\n",
+                "embedding.model",
+            ),
+        ] {
+            let path = write(&dir, text);
+            let err = load_with_env(Some(&path), no_env())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+        }
+        // The same name in both is consistent; an http model name is no directory.
+        let path = write(
+            &dir,
+            "[embedding]\nmodel = \"m\"\nmodel_dir = \"/models/m\"\n",
+        );
+        assert!(load_with_env(Some(&path), no_env()).is_ok());
+        let path = write(
+            &dir,
+            "[embedding]\nprovider = \"http\"\nurl = \"http://x\"\nmodel = \"org/e5\"\n",
+        );
+        let config = load_with_env(Some(&path), no_env()).unwrap().config;
+        assert_eq!(config.embedding.model_dir, None);
     }
 
     #[test]

@@ -1,15 +1,17 @@
-//! The local embedder with the real all-MiniLM-L6-v2 weights.
+//! The local embedder with the real all-MiniLM-L6-v2 and all-mpnet-base-v2
+//! weights, run by the real ONNX Runtime library.
 //!
-//! The model directory is `WEFT_MODEL_DIR`, else `tools/fetch-model.sh`'s
-//! default; `tools/test.sh` fetches it. `WEFT_REFERENCE_PYTHON` is a Python
-//! with numpy, safetensors and tokenizers for the reference forward pass
-//! (`tools/test.sh` sets it up); without it, `python3` is tried.
+//! The model directories are `WEFT_MODEL_DIR` (MiniLM) and
+//! `WEFT_MPNET_MODEL_DIR`, else `tools/fetch-model.sh`'s defaults;
+//! `tools/test.sh` fetches both and the runtime. `WEFT_REFERENCE_PYTHON` is
+//! a Python with numpy, safetensors and tokenizers for the reference forward
+//! pass (`tools/test.sh` sets it up); without it, `python3` is tried.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use weft_embed_candle::{DEFAULT_MAX_TOKENS, LoadError, LocalEmbedder};
+use weft_embed_candle::{Architecture, DEFAULT_MAX_TOKENS, LoadError, LocalEmbedder};
 
 fn model_dir() -> PathBuf {
     std::env::var_os("WEFT_MODEL_DIR")
@@ -22,10 +24,28 @@ fn model_dir() -> PathBuf {
         })
 }
 
+fn mpnet_dir() -> PathBuf {
+    std::env::var_os("WEFT_MPNET_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            home.join(".cache/weft/models/all-mpnet-base-v2")
+        })
+}
+
 fn embedder() -> &'static LocalEmbedder {
     static MODEL: OnceLock<LocalEmbedder> = OnceLock::new();
     MODEL.get_or_init(|| {
         LocalEmbedder::load(&model_dir(), DEFAULT_MAX_TOKENS).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+fn mpnet() -> &'static LocalEmbedder {
+    static MODEL: OnceLock<LocalEmbedder> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        LocalEmbedder::load(&mpnet_dir(), DEFAULT_MAX_TOKENS).unwrap_or_else(|e| panic!("{e}"))
     })
 }
 
@@ -40,8 +60,8 @@ const TEXTS: &[&str] = &[
     "fn main() { println!(\"hello\"); }",
 ];
 
-#[test]
-fn matches_an_independent_reference_forward_pass() {
+/// The vectors of `tools/reference_embed.py` (numpy, float64) for `texts`.
+fn reference(dir: &Path, texts: &[&str]) -> Vec<Vec<f64>> {
     let python = std::env::var("WEFT_REFERENCE_PYTHON").unwrap_or_else(|_| "python3".into());
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -49,9 +69,9 @@ fn matches_an_independent_reference_forward_pass() {
     );
     let out = Command::new(&python)
         .arg(script)
-        .arg(model_dir())
+        .arg(dir)
         .arg(DEFAULT_MAX_TOKENS.to_string())
-        .args(TEXTS)
+        .args(texts)
         .output()
         .unwrap_or_else(|e| panic!("{python}: {e}"));
     assert!(
@@ -59,12 +79,21 @@ fn matches_an_independent_reference_forward_pass() {
         "reference failed (see tools/test.sh for its venv): {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let expected: Vec<Vec<f64>> =
-        serde_json::from_slice(&out.stdout).expect("reference prints JSON");
-    let got = embedder().embed(TEXTS).unwrap();
+    serde_json::from_slice(&out.stdout).expect("reference prints JSON")
+}
+
+fn assert_matches_reference(model: &LocalEmbedder, dir: &Path, dimension: usize) {
+    // A long text too: truncated at max_tokens, and MPNet's relative
+    // positions beyond the exact buckets.
+    let long =
+        "Splits the input at every separator, trims each part and drops empty ones. ".repeat(30);
+    let mut texts = TEXTS.to_vec();
+    texts.push(&long);
+    let expected = reference(dir, &texts);
+    let got = model.embed(&texts).unwrap();
     assert_eq!(got.len(), expected.len());
     for (g, e) in got.iter().zip(&expected) {
-        assert_eq!(g.len(), 384);
+        assert_eq!(g.len(), dimension);
         let max_diff = g
             .iter()
             .zip(e)
@@ -72,6 +101,47 @@ fn matches_an_independent_reference_forward_pass() {
             .fold(0.0, f64::max);
         assert!(max_diff < 1e-4, "max abs difference {max_diff}");
     }
+}
+
+#[test]
+fn matches_an_independent_reference_forward_pass() {
+    assert_matches_reference(embedder(), &model_dir(), 384);
+}
+
+#[test]
+fn mpnet_matches_an_independent_reference_forward_pass() {
+    assert_eq!(mpnet().spec().architecture, Architecture::MpNet);
+    assert_matches_reference(mpnet(), &mpnet_dir(), 768);
+}
+
+#[test]
+fn mpnet_vectors_ignore_padding_and_keep_their_order() {
+    let texts: Vec<String> = (0..9)
+        .map(|i| format!("entry {i}: {}", "tokens of varying length ".repeat(i * 3)))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let together = mpnet().embed(&refs).unwrap();
+    for (i, text) in refs.iter().enumerate().step_by(4) {
+        let alone = mpnet().embed(&[text]).unwrap();
+        let diff = alone[0]
+            .iter()
+            .zip(&together[i])
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            diff < 1e-5,
+            "text {i}: padding or order changed the vector by {diff}"
+        );
+    }
+    let related = cosine(&together[1], &together[2]);
+    let question = mpnet()
+        .embed(&["How do I parse a configuration file?", TEXTS[1], TEXTS[2]])
+        .unwrap();
+    assert!(
+        cosine(&question[0], &question[1]) > cosine(&question[0], &question[2]) + 0.1,
+        "config question vs config code, vs cat"
+    );
+    assert!(related > 0.5, "{related}");
 }
 
 #[test]
