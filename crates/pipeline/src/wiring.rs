@@ -110,10 +110,7 @@ pub fn default_data_dir() -> PathBuf {
 /// Where `tools/fetch-model.sh` puts the default model:
 /// `~/.cache/weft/models/all-MiniLM-L6-v2`.
 pub fn default_model_dir() -> PathBuf {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    home.join(".cache/weft/models/all-MiniLM-L6-v2")
+    weft_config::EmbeddingConfig::fetched_model_dir(weft_config::DEFAULT_LOCAL_MODEL)
 }
 
 /// How embedding calls are cut: `embedding.batch_size` texts and
