@@ -71,6 +71,18 @@ impl Locations {
         data_dir: Option<PathBuf>,
         model_dir: Option<PathBuf>,
     ) -> Self {
+        if let (EmbeddingProvider::Local, Some(name), Some(dir)) = (
+            config.embedding.provider,
+            &config.embedding.model,
+            &model_dir,
+        ) && dir.file_name() != Some(std::ffi::OsStr::new(name))
+        {
+            tracing::warn!(
+                model = %name,
+                model_dir = %dir.display(),
+                "embedding.model names one model, but --model-dir or WEFT_MODEL_DIR gives another directory: the directory is used"
+            );
+        }
         Self {
             data_dir: data_dir
                 .or_else(|| config.data.dir.clone())
