@@ -9,7 +9,7 @@
 //! Attribute entries (`:toc:`) and the author and revision lines after a
 //! title stay with it. Sections then go through [`crate::sections`].
 
-use crate::sections::{self, Heading, Outline, Sectioned, clean_title, indent, lines};
+use crate::sections::{self, Entry, Heading, Outline, Sectioned, clean_title, indent, lines};
 use weft_config::MarkdownConfig;
 
 /// Chunks an AsciiDoc document.
@@ -31,6 +31,44 @@ fn title_line(line: &str) -> Option<(usize, &str)> {
         return None;
     }
     Some((level, rest.trim()))
+}
+
+/// The term of a top-level definition-list line, `term::` or
+/// `term:: text` (not `term:::`, `term;;` nested ones, nor `name::target[]`
+/// macros); anchors written on it (`[[id]]`) left out.
+fn list_term(line: &str) -> Option<String> {
+    if indent(line) > 0
+        || line.starts_with(['/', ':', '.', '*'])
+        || line.starts_with('[') && !line.starts_with("[[")
+    {
+        return None;
+    }
+    let t = line.trim_end();
+    let at = t.find("::")?;
+    let (term, rest) = (&t[..at], &t[at + 2..]);
+    if term.is_empty() || term.ends_with(':') || !(rest.is_empty() || rest.starts_with([' ', '\t']))
+    {
+        return None;
+    }
+    let term = strip_anchors(term);
+    (!term.is_empty()).then(|| clean_title(&term))
+}
+
+/// `text` without inline anchors (`[[id]]`, `[[id,label]]`).
+fn strip_anchors(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("[[") {
+        match rest[open..].find("]]") {
+            Some(close) => {
+                out.push_str(&rest[..open]);
+                rest = &rest[open + close + 2..];
+            }
+            None => break,
+        }
+    }
+    out.push_str(rest);
+    out.trim().to_owned()
 }
 
 /// A delimiter line: the opening (and closing) line of a delimited block.
@@ -107,6 +145,10 @@ fn scan(text: &str) -> Outline {
     let mut prev_blank = true;
     // The first line of a run of attribute/anchor lines above a block.
     let mut meta_start: Option<usize> = None;
+    // The line right after the last title or delimited block.
+    let mut after_block: Option<usize> = None;
+    // The last line that was a definition-list term.
+    let mut last_term: Option<usize> = None;
     while i < lines.len() {
         if blank(i) {
             prev_blank = true;
@@ -146,12 +188,20 @@ fn scan(text: &str) -> Outline {
                 outline.keep.push((lines[block_start].0, lines[close].1));
                 meta_start = None;
                 i = close + 1;
+                after_block = Some(i);
                 continue;
             }
         }
         // A title, with the attribute entries and header lines under it.
-        let heading = if let Some((level, title)) = title_line(l) {
-            Some((i, i, level, clean_title(title)))
+        // A one-line title starts a block: `= true).` wrapped from the
+        // paragraph above is text.
+        let starts_block = i == 0
+            || blank(i - 1)
+            || meta_start.is_some()
+            || line(i - 1).starts_with("//")
+            || after_block == Some(i);
+        let heading = if let Some((level, title)) = title_line(l).filter(|_| starts_block) {
+            Some((i, i, level, clean_title(&strip_anchors(title))))
         } else if i + 1 < lines.len()
             && titleable(l)
             && (i == 0 || blank(i - 1) || block_meta(line(i - 1)))
@@ -167,7 +217,7 @@ fn scan(text: &str) -> Outline {
                 .abs_diff(line(i + 1).trim_end().len())
                 <= 2
         {
-            Some((i, i + 1, level, clean_title(l)))
+            Some((i, i + 1, level, clean_title(&strip_anchors(l))))
         } else {
             None
         };
@@ -196,7 +246,27 @@ fn scan(text: &str) -> Outline {
             outline.blocks.push(lines[start].0);
             meta_start = None;
             i = end_line + 1;
+            after_block = Some(i);
             continue;
+        }
+        // A definition-list entry: its first term line after a blank (or
+        // anchor) line starts it; the term lines right under it join it.
+        if let Some(term) = list_term(l) {
+            match outline.entries.last_mut() {
+                Some(entry) if last_term == Some(i.wrapping_sub(1)) => {
+                    entry.term.push_str(", ");
+                    entry.term.push_str(&term);
+                    last_term = Some(i);
+                }
+                _ if starts_block => {
+                    outline.entries.push(Entry {
+                        start: lines[block_start].0,
+                        term,
+                    });
+                    last_term = Some(i);
+                }
+                _ => {}
+            }
         }
         if block_meta(l) || (l.starts_with("[[") && l.trim_end().ends_with("]]")) {
             meta_start.get_or_insert(i);
@@ -339,6 +409,76 @@ mod tests {
             .into_iter()
             .map(|p| (p.section, text[p.start..p.end].to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn a_wrapped_line_starting_with_equals_is_text_not_a_title() {
+        // git's config/core.txt: "(bare\n= true)." is a paragraph.
+        let text = "== Bare\n\nall other repositories are bare (bare\n= true).\n\ncore.worktree::\n\tThe path.\n";
+        let got = sections(text, 1000);
+        let labels: Vec<&str> = got.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(labels, vec!["file.adoc > Bare"], "{got:#?}");
+        // Titles after an anchor, a comment, another title or a delimited
+        // block still count.
+        let text = "== A\n\nText.\n\n[[b]]\n== B\n\nMore.\n\n// note\n== C\n\n----\ncode\n----\n== D\n\nEnd.\n";
+        let got = sections(text, 1000);
+        let labels: Vec<&str> = got.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "file.adoc > A",
+                "file.adoc > B",
+                "file.adoc > C",
+                "file.adoc > D"
+            ],
+            "{got:#?}"
+        );
+    }
+
+    #[test]
+    fn a_long_option_list_is_cut_between_entries_named_by_their_terms() {
+        let body = "Some words about this option, long enough to matter.\n";
+        let text = format!(
+            "== OPTIONS\n\n-v::\n--verbose::\n\t{b}{b}\n[[all]]--all[[opt-all]]::\n\t{b}{b}\n--tags::\n\t{b}\n+\nname::target[] is text.\n\n--huge::\n\t{b}{b}\n\n\t{b}{b}\n\n\t{b}{b}\n\n== EXAMPLES\n\nnone\n",
+            b = body
+        );
+        let got = sections(&text, 240);
+        let labels: Vec<&str> = got.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "file.adoc > OPTIONS > -v, --verbose",
+                "file.adoc > OPTIONS > --all; --tags",
+                "file.adoc > OPTIONS > --huge (Part 1/2)",
+                "file.adoc > OPTIONS > --huge (Part 2/2)",
+                "file.adoc > EXAMPLES",
+            ],
+            "{got:#?}"
+        );
+        assert!(got[0].1.starts_with("== OPTIONS\n\n-v::"), "{got:#?}");
+        assert!(got[1].1.starts_with("[[all]]--all"), "{got:#?}");
+        // A section that fits stays one chunk, entries or not.
+        let got = sections(&text, 10_000);
+        assert_eq!(got[0].0, "file.adoc > OPTIONS");
+        // Terms inside a paragraph, macros and nested lists are not entries.
+        for line in [
+            "include::x.txt[]",
+            "term:::",
+            "term;;",
+            "  indented::",
+            ":attr::",
+        ] {
+            assert_eq!(list_term(line), None, "{line}");
+        }
+        assert_eq!(list_term("core.bare:: text").as_deref(), Some("core.bare"));
+    }
+
+    #[test]
+    fn a_title_anchor_is_not_part_of_the_title() {
+        let got = sections("== OPTIONS[[OPTIONS]]\n\ntext\n", 1000);
+        assert_eq!(got[0].0, "file.adoc > OPTIONS");
+        let got = sections("OPTIONS[[OPTIONS]]\n------------------\n\ntext\n", 1000);
+        assert_eq!(got[0].0, "file.adoc > OPTIONS");
     }
 
     #[test]

@@ -28,6 +28,20 @@ pub(crate) struct Outline {
     pub blocks: Vec<usize>,
     /// Ranges never cut: code, directives, tables, delimited blocks.
     pub keep: Vec<(usize, usize)>,
+    /// Entries of definition lists at a section's top level (AsciiDoc
+    /// `term::`): a section too long for one chunk is cut between them
+    /// first, and each part is named by its terms, as a heading names a
+    /// section — the options of a man page, the terms of a glossary.
+    pub entries: Vec<Entry>,
+}
+
+/// One definition-list entry: where it starts and its term(s).
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    /// Its first line (with the anchors above it).
+    pub start: usize,
+    /// The terms, as written (`--all`, `-v, --verbose`).
+    pub term: String,
 }
 
 /// What the chunker made, and the document's title (the first top-level
@@ -52,6 +66,7 @@ pub(crate) fn chunk(
     outline.keep.sort_unstable();
     outline.blocks.sort_unstable();
     outline.blocks.dedup();
+    outline.entries.sort_unstable_by_key(|e| e.start);
     let measure = Measure::new(text);
     let title = outline
         .headings
@@ -104,12 +119,11 @@ pub(crate) fn chunk(
                 pending_start = Some(begins);
             } else {
                 let range = (skip_ws(text, begins, end), end);
-                split_section(
+                split_listed_section(
                     text,
                     measure,
                     range,
-                    &outline.blocks,
-                    &outline.keep,
+                    outline,
                     config.max_chars,
                     &section_label,
                     &mut pieces,
@@ -130,6 +144,86 @@ pub(crate) fn chunk(
         }
     }
     Sectioned { pieces, title }
+}
+
+/// A section labelled `label`: whole if it fits; else, when it holds two or
+/// more definition-list entries, cut between entries — runs of whole entries
+/// that fit together, each labelled `label > term, term…`, an entry larger
+/// than `max_chars` split into its own "(Part i/n)" — and otherwise cut at
+/// block starts as [`split_section`] does.
+fn split_listed_section(
+    text: &str,
+    measure: Measure<'_>,
+    range: (usize, usize),
+    outline: &Outline,
+    max_chars: usize,
+    label: &str,
+    out: &mut Vec<Piece>,
+) {
+    let first = outline.entries.partition_point(|e| e.start < range.0);
+    let last = outline.entries.partition_point(|e| e.start < range.1);
+    let entries = &outline.entries[first..last];
+    if entries.len() < 2 || measure.chars(range.0, range.1) <= max_chars {
+        split_section(
+            text,
+            measure,
+            range,
+            &outline.blocks,
+            &outline.keep,
+            max_chars,
+            label,
+            out,
+        );
+        return;
+    }
+    // Segments: the text before the first entry (named by the section),
+    // then one per entry.
+    let mut segments: Vec<(usize, usize, Option<&str>)> = Vec::new();
+    if skip_ws(text, range.0, entries[0].start) < entries[0].start {
+        segments.push((range.0, entries[0].start, None));
+    }
+    for (i, entry) in entries.iter().enumerate() {
+        let next = entries.get(i + 1).map_or(range.1, |e| e.start);
+        segments.push((entry.start, next, Some(entry.term.as_str())));
+    }
+    let name = |terms: &[&str]| match terms {
+        [] => label.to_owned(),
+        [one] => format!("{label} > {one}"),
+        [a, b] => format!("{label} > {a}; {b}"),
+        [a, .., z] => format!("{label} > {a} … {z}"),
+    };
+    let mut i = 0;
+    while i < segments.len() {
+        let start = segments[i].0;
+        // The longest run of whole segments from `i` that fits.
+        let mut j = i + 1;
+        while j < segments.len()
+            && measure.chars(start, trim_end(text, start, segments[j].1)) <= max_chars
+        {
+            j += 1;
+        }
+        let end = trim_end(text, start, segments[j - 1].1);
+        let terms: Vec<&str> = segments[i..j].iter().filter_map(|s| s.2).collect();
+        let section = name(&terms);
+        if start < end {
+            if j == i + 1 {
+                // One segment, maybe larger than a chunk: its own parts.
+                split_section(
+                    text,
+                    measure,
+                    (start, end),
+                    &outline.blocks,
+                    &outline.keep,
+                    max_chars,
+                    &section,
+                    out,
+                );
+            } else {
+                out.push(Piece::new(start, end, &section, "section"));
+            }
+        }
+        i = j;
+    }
 }
 
 /// The lines of `text`: (start, end without the line break).

@@ -30,6 +30,11 @@ pub struct AdjacencyConfig {
     pub whole_units: bool,
     /// At most this many other parts of one unit are fetched (nearest first).
     pub max_unit_parts: u32,
+    /// A unit with more other parts than `max_unit_parts` cannot come back
+    /// whole: its hit gets only the parts this near on each side, instead
+    /// of `max_unit_parts` chunks that would still be a fragment of it (a
+    /// 40-part glossary or option list).
+    pub large_unit_window: u32,
 }
 
 impl Default for AdjacencyConfig {
@@ -46,6 +51,7 @@ impl Default for AdjacencyConfig {
             neighbour_factor: 0.5,
             whole_units: true,
             max_unit_parts: 16,
+            large_unit_window: 1,
         }
     }
 }
@@ -174,8 +180,13 @@ pub fn plan_neighbours(hits: &[FusedHit], config: &AdjacencyConfig) -> Neighbour
         if config.whole_units
             && let (unit, Some((part, parts))) = unit_of(&c.section)
         {
-            let before = (part - 1).min(c.chunk_index);
-            let after = parts - part;
+            let mut before = (part - 1).min(c.chunk_index);
+            let mut after = parts - part;
+            if parts - 1 > config.max_unit_parts {
+                // Too large to complete: only the nearest parts.
+                before = before.min(config.large_unit_window);
+                after = after.min(config.large_unit_window);
+            }
             // Nearest parts first, alternating sides, up to the cap.
             let mut taken = 0;
             for distance in 1..=before.max(after) {
@@ -381,6 +392,48 @@ mod tests {
             .collect();
         near.sort();
         assert_eq!(near, vec![1, 3]);
+    }
+
+    #[test]
+    fn a_unit_too_large_to_complete_brings_only_its_nearest_parts() {
+        let c = split_unit();
+        // Hit on part 1/4: three other parts, but only two may be fetched,
+        // so the unit cannot come back whole.
+        let config = AdjacencyConfig {
+            code_window: 0,
+            max_unit_parts: 2,
+            ..AdjacencyConfig::default()
+        };
+        let indices = |config: &AdjacencyConfig| {
+            let mut i: Vec<u32> = plan_neighbours(&hit(&c[1]), config)
+                .neighbours
+                .iter()
+                .map(|n| n.chunk_index)
+                .collect();
+            i.sort();
+            i
+        };
+        assert_eq!(
+            indices(&config),
+            vec![2],
+            "the next part, not parts 2 and 3"
+        );
+        let wider = AdjacencyConfig {
+            large_unit_window: 2,
+            ..config.clone()
+        };
+        assert_eq!(indices(&wider), vec![2, 3]);
+        let none = AdjacencyConfig {
+            large_unit_window: 0,
+            ..config.clone()
+        };
+        assert!(indices(&none).is_empty());
+        // A unit that fits the cap still comes back whole.
+        let fits = AdjacencyConfig {
+            max_unit_parts: 3,
+            ..config
+        };
+        assert_eq!(indices(&fits), vec![2, 3, 4]);
     }
 
     #[test]
