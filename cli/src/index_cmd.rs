@@ -26,7 +26,8 @@ pub struct IndexArgs {
     #[arg(long)]
     pub project: Option<String>,
 
-    /// Drop the project's index first and rebuild it from scratch.
+    /// Chunk and write every document again, changed or not. The project
+    /// stays searchable meanwhile; texts embedded before keep their vectors.
     #[arg(long)]
     pub reindex: bool,
 
@@ -98,7 +99,7 @@ pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
     writeln!(
         out,
         "{}: {} documents seen, {} indexed, {} unchanged, {} deleted, {} skipped; \
-         {} chunks written, {} deleted; {} errors; {:.1}s",
+         {} chunks written ({} with stored vectors of the same text), {} deleted; {} errors; {:.1}s",
         s.project,
         s.documents_seen,
         s.documents_indexed,
@@ -106,6 +107,7 @@ pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
         s.documents_deleted,
         s.documents_skipped,
         s.chunks_written,
+        s.vectors_reused,
         s.chunks_deleted,
         s.errors.len(),
         s.elapsed_ms as f64 / 1000.0

@@ -169,6 +169,14 @@ impl Embedder for SyntheticQueryEmbedder {
     }
 }
 
+/// The keys of synthetic chunks' vectors (made by no model).
+fn keys_of(chunks: &[Chunk]) -> Vec<String> {
+    chunks
+        .iter()
+        .map(|c| weft_core::embedding_key("search-scale", &c.content))
+        .collect()
+}
+
 /// Counts the calls a search makes to the vector index.
 struct Counting {
     inner: Arc<dyn VectorIndex>,
@@ -180,8 +188,13 @@ impl VectorIndex for Counting {
     fn dimension(&self) -> usize {
         self.inner.dimension()
     }
-    async fn upsert(&self, chunks: &[Chunk], vectors: &[Vec<f32>]) -> PortResult<()> {
-        self.inner.upsert(chunks, vectors).await
+    async fn upsert(
+        &self,
+        chunks: &[Chunk],
+        vectors: &[Vec<f32>],
+        keys: &[String],
+    ) -> PortResult<()> {
+        self.inner.upsert(chunks, vectors, keys).await
     }
     async fn delete_document_from(&self, document: &DocumentId, from: u32) -> PortResult<()> {
         self.inner.delete_document_from(document, from).await
@@ -200,6 +213,12 @@ impl VectorIndex for Counting {
     async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>> {
         self.gets.fetch_add(1, Ordering::Relaxed);
         self.inner.get(ids).await
+    }
+    async fn vectors_by_key(
+        &self,
+        keys: &[String],
+    ) -> PortResult<std::collections::HashMap<String, Vec<f32>>> {
+        self.inner.vectors_by_key(keys).await
     }
     async fn count(&self) -> PortResult<u64> {
         self.inner.count().await
@@ -236,7 +255,10 @@ fn main() -> anyhow::Result<()> {
                     written += 1;
                 }
                 if batch.len() >= 2_000 {
-                    stores.vectors.upsert(&batch, &vectors).await?;
+                    stores
+                        .vectors
+                        .upsert(&batch, &vectors, &keys_of(&batch))
+                        .await?;
                     stores.text.upsert(&batch).await?;
                     batch.clear();
                     vectors.clear();
@@ -250,7 +272,10 @@ fn main() -> anyhow::Result<()> {
                     }
                 }
             }
-            stores.vectors.upsert(&batch, &vectors).await?;
+            stores
+                .vectors
+                .upsert(&batch, &vectors, &keys_of(&batch))
+                .await?;
             stores.text.upsert(&batch).await?;
             stores.vectors.commit().await?;
             stores.text.commit().await?;

@@ -179,6 +179,20 @@ pub fn content_hash(content: impl AsRef<[u8]>) -> String {
     hex::encode(Sha256::digest(content.as_ref()))
 }
 
+/// The key of a vector: the embedder that made it (its identity tag: model,
+/// and what changes its vectors, such as where it cuts texts) and the text
+/// it embedded ([`Chunk::embedding_text`]). Vector indexes store it with
+/// each vector, so that a text embedded once — in another document,
+/// project, fork or an earlier cut — is found and never sent to the model
+/// again.
+pub fn embedding_key(embedder: &str, embedding_text: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(embedder.as_bytes());
+    hasher.update([0]);
+    hasher.update(embedding_text.as_bytes());
+    hex::encode(hasher.finalize())
+}
+
 /// One chunk of a document, with every field of DESIGN §3.
 ///
 /// The chunks of a document tile it in source order: `content` is exactly

@@ -29,6 +29,6 @@ pub mod retrieval;
 
 pub use chunk::{
     Chunk, ContentType, EMBEDDING_FORMAT, IndexIdentity, ParseContentTypeError, ParseIdentityError,
-    content_hash, split_camel_case,
+    content_hash, embedding_key, split_camel_case,
 };
 pub use ids::{ChunkId, DocumentId, canonical_uri};

@@ -5,6 +5,8 @@
 //! Every method is async so that networked adapters fit; embedded adapters
 //! run their blocking work on a blocking thread pool.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 
 use crate::retrieval::{ScoredChunk, SearchFilter};
@@ -43,8 +45,14 @@ pub type PortResult<T> = Result<T, PortError>;
 pub trait VectorIndex: Send + Sync {
     /// The dimension the index was created with.
     fn dimension(&self) -> usize;
-    /// Inserts or replaces `chunks` with their `vectors` (same order, same length).
-    async fn upsert(&self, chunks: &[Chunk], vectors: &[Vec<f32>]) -> PortResult<()>;
+    /// Inserts or replaces `chunks` with their `vectors` and the vectors'
+    /// [`embedding_key`](crate::embedding_key)s (same order, same length).
+    async fn upsert(
+        &self,
+        chunks: &[Chunk],
+        vectors: &[Vec<f32>],
+        keys: &[String],
+    ) -> PortResult<()>;
     /// Deletes the chunks of `document` with `chunk_index >= from_index`
     /// (0 deletes the whole document).
     async fn delete_document_from(&self, document: &DocumentId, from_index: u32) -> PortResult<()>;
@@ -59,6 +67,10 @@ pub trait VectorIndex: Send + Sync {
     ) -> PortResult<Vec<ScoredChunk>>;
     /// The chunks with these ids, in one call; missing ids are skipped.
     async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>>;
+    /// Stored vectors by their [`embedding_key`](crate::embedding_key) (the
+    /// embedder and the text they were made from), in one call: one vector
+    /// per key found; keys not stored are absent.
+    async fn vectors_by_key(&self, keys: &[String]) -> PortResult<HashMap<String, Vec<f32>>>;
     /// Number of chunks stored.
     async fn count(&self) -> PortResult<u64>;
     /// Makes written data durable and searchable. Cheap enough to call at

@@ -38,7 +38,9 @@ pub enum IndexError {
 pub struct IndexOptions {
     /// The project; default: derived from the source.
     pub project: Option<String>,
-    /// Drop the project's chunks and records first and index everything.
+    /// Chunk and write every document again, changed or not (stored
+    /// vectors of unchanged texts are reused; the project stays searchable
+    /// throughout).
     pub reindex: bool,
     /// Progress display (use `ProgressBar::hidden()` for none).
     pub progress: ProgressBar,
@@ -76,8 +78,11 @@ pub struct IndexSummary {
     pub documents_deleted: usize,
     /// Documents not indexed (binary, not UTF-8, too large, robots.txt…).
     pub documents_skipped: usize,
-    /// Chunks embedded and written.
+    /// Chunks written (embedded, or with a stored vector of the same text).
     pub chunks_written: usize,
+    /// Of the chunks written, those whose vector was found stored by their
+    /// text (another project, fork, or an earlier cut): not sent to the model.
+    pub vectors_reused: usize,
     /// Chunks stored unchanged by the same model: not embedded again.
     pub chunks_reused: usize,
     /// Chunks deleted: surplus of shrunk documents and removed documents.
@@ -94,7 +99,8 @@ pub struct IndexSummary {
 
 impl IndexSummary {
     fn add(&mut self, stats: WriteStats) {
-        self.chunks_written += stats.chunks_embedded;
+        self.chunks_written += stats.chunks_embedded + stats.vectors_reused;
+        self.vectors_reused += stats.vectors_reused;
         self.chunks_reused += stats.chunks_reused;
         self.chunks_deleted += stats.chunks_deleted;
         self.documents_deleted += stats.documents_deleted;
@@ -154,13 +160,10 @@ impl Indexer {
             .project
             .clone()
             .unwrap_or_else(|| spec.default_project());
-        if options.reindex {
-            self.drop_project(&project).await?;
-        }
         let plan = PlanOptions {
             expected: self.identity(),
             compare: Compare::Everything,
-            force: false,
+            force: options.reindex,
             progress: options.progress.clone(),
         };
         let mut changes = self

@@ -11,7 +11,12 @@
 //!    chunk ids plus each document's first id past its new end; a chunk
 //!    stored unchanged whose vectors the same embedder made is not embedded
 //!    again;
-//! 3. embeds the rest in calls bounded by count and estimated tokens;
+//! 3. looks up, in **one** vector-index call, stored vectors of the rest by
+//!    their [`embedding_key`] — (embedder identity, embedded text), so a
+//!    text embedded before in any document, project, fork or earlier cut
+//!    is not sent to the model — and
+//!    embeds what is left, each distinct text once, in calls bounded by
+//!    count and estimated tokens;
 //! 4. upserts vectors and text, and deletes each document's chunks at or
 //!    past its new `total_chunks` when any are stored (all of a deleted
 //!    document's);
@@ -21,12 +26,12 @@
 //! Every id is computed from (document, index), so a replay after a crash
 //! or a redelivery writes the same points again: nothing is duplicated.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use weft_core::ports::{DocumentRecord, Embedder, PortError, PortResult};
-use weft_core::{Chunk, ChunkId, DocumentId, IndexIdentity};
+use weft_core::{Chunk, ChunkId, DocumentId, IndexIdentity, embedding_key};
 
 use crate::Stores;
 
@@ -132,10 +137,16 @@ pub struct WriteStats {
     pub documents_deleted: usize,
     /// Updates dropped because the catalog has a newer version.
     pub documents_stale: usize,
-    /// Chunks embedded and written.
+    /// Chunks written with a vector the model made in this call (one per
+    /// distinct text).
     pub chunks_embedded: usize,
+    /// Chunks written with a stored vector found by their text's
+    /// [`embedding_key`] (another document, project, fork or an earlier
+    /// cut of this one had the same text), or made once for an equal text
+    /// of the same call: not sent to the model.
+    pub vectors_reused: usize,
     /// Chunks found stored unchanged, with vectors of the same embedder:
-    /// not embedded again.
+    /// not written again.
     pub chunks_reused: usize,
     /// Stored chunks deleted: surplus of shrunk documents and deleted ones
     /// (as the catalog counted them).
@@ -153,6 +164,7 @@ impl std::ops::AddAssign for WriteStats {
         self.documents_deleted += other.documents_deleted;
         self.documents_stale += other.documents_stale;
         self.chunks_embedded += other.chunks_embedded;
+        self.vectors_reused += other.vectors_reused;
         self.chunks_reused += other.chunks_reused;
         self.chunks_deleted += other.chunks_deleted;
         self.embedding_time += other.embedding_time;
@@ -276,10 +288,9 @@ impl IndexWriter {
         }
         if !changed.is_empty() {
             let owned: Vec<Chunk> = changed.iter().map(|c| (*c).clone()).collect();
-            let vectors = self.embed(&owned, &mut stats).await?;
-            self.target.vectors.upsert(&owned, &vectors).await?;
+            let (vectors, keys) = self.vectors_for(&owned, &mut stats).await?;
+            self.target.vectors.upsert(&owned, &vectors, &keys).await?;
             self.target.text.upsert(&owned).await?;
-            stats.chunks_embedded = owned.len();
         }
 
         let mut records = Vec::new();
@@ -316,7 +327,7 @@ impl IndexWriter {
                 });
             }
         }
-        self.pending_chunks += stats.chunks_embedded;
+        self.pending_chunks += stats.chunks_embedded + stats.vectors_reused;
         // Recorded and removal marks are kept only once everything above worked.
         self.records.extend(records);
         self.removed.extend(removed);
@@ -338,16 +349,58 @@ impl IndexWriter {
         Ok(())
     }
 
-    /// Embeds `chunks` in calls bounded by count and estimated tokens.
-    async fn embed(&self, chunks: &[Chunk], stats: &mut WriteStats) -> PortResult<Vec<Vec<f32>>> {
-        let mut vectors = Vec::with_capacity(chunks.len());
+    /// The vectors of `chunks` and their keys: stored ones found by key (one
+    /// lookup for the whole call), the others made by the model once per
+    /// distinct text.
+    async fn vectors_for(
+        &self,
+        chunks: &[Chunk],
+        stats: &mut WriteStats,
+    ) -> PortResult<(Vec<Vec<f32>>, Vec<String>)> {
+        let texts: Vec<String> = chunks.iter().map(Chunk::embedding_text).collect();
+        let keys: Vec<String> = texts
+            .iter()
+            .map(|t| embedding_key(&self.embedder_tag, t))
+            .collect();
+        let mut distinct: Vec<String> = keys.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut known = self.target.vectors.vectors_by_key(&distinct).await?;
+        let mut asked = HashSet::new();
+        let missing: Vec<usize> = (0..keys.len())
+            .filter(|&i| !known.contains_key(&keys[i]) && asked.insert(keys[i].as_str()))
+            .collect();
+        let to_embed: Vec<&str> = missing.iter().map(|&i| texts[i].as_str()).collect();
+        let fresh = self.embed(&to_embed, stats).await?;
+        for (&i, vector) in missing.iter().zip(fresh) {
+            known.insert(keys[i].clone(), vector);
+        }
+        stats.chunks_embedded += missing.len();
+        stats.vectors_reused += chunks.len() - missing.len();
+        let vectors = keys
+            .iter()
+            .map(|key| {
+                known.get(key).cloned().ok_or_else(|| {
+                    PortError::new(
+                        format!("embedder {}", self.embedder.model_id()),
+                        "a text was neither stored nor embedded",
+                    )
+                })
+            })
+            .collect::<PortResult<Vec<_>>>()?;
+        Ok((vectors, keys))
+    }
+
+    /// Embeds `texts` in calls bounded by count and estimated tokens.
+    async fn embed(&self, all: &[&str], stats: &mut WriteStats) -> PortResult<Vec<Vec<f32>>> {
+        let mut vectors = Vec::with_capacity(all.len());
         let mut start = 0;
-        while start < chunks.len() {
+        while start < all.len() {
             let mut texts = Vec::new();
             let mut tokens = 0;
             let mut end = start;
-            while end < chunks.len() && texts.len() < self.batching.max_texts.max(1) {
-                let text = chunks[end].embedding_text();
+            while end < all.len() && texts.len() < self.batching.max_texts.max(1) {
+                let text = all[end].to_owned();
                 let estimate = text.len() / 4 + 1;
                 if !texts.is_empty() && tokens + estimate > self.batching.max_tokens {
                     break;

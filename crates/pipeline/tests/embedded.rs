@@ -154,6 +154,7 @@ async fn index_search_expand_and_reindex_incrementally() {
     let counting = Arc::new(common::CountingVectors {
         inner: stores.vectors.clone(),
         gets: Default::default(),
+        key_lookups: Default::default(),
     });
     let counted_engine = QueryEngine::new(
         counting.clone(),
@@ -269,7 +270,8 @@ async fn index_search_expand_and_reindex_incrementally() {
     drop(engine);
     drop(stores);
 
-    // --reindex rebuilds the project from scratch.
+    // --reindex cuts and writes every document again; equal chunks keep
+    // their vectors, nothing is sent to the model.
     let rebuilt = common::indexer(data.path(), common::model())
         .index(
             &spec,
@@ -282,10 +284,11 @@ async fn index_search_expand_and_reindex_incrementally() {
         .unwrap();
     assert_eq!(rebuilt.documents_indexed, 2, "{rebuilt:#?}");
     assert_eq!(rebuilt.documents_unchanged, 0);
+    assert_eq!(rebuilt.chunks_written, 0, "{rebuilt:#?}");
     let stores = common::stores(data.path());
     assert_eq!(
         stores.vectors.count().await.unwrap() as usize,
-        rebuilt.chunks_written
+        rebuilt.chunks_reused
     );
 }
 
@@ -433,5 +436,136 @@ async fn an_old_format_text_index_is_rebuilt_from_the_vectors() {
             .any(|h| h.chunk.uri.ends_with("RateLimiter.java")),
         "{:?}",
         hits.iter().map(|h| &h.chunk.uri).collect::<Vec<_>>()
+    );
+}
+
+/// The real model, counting the texts it is asked to embed.
+struct CountingModel {
+    inner: Arc<dyn weft_core::ports::Embedder>,
+    texts: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl weft_core::ports::Embedder for CountingModel {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+    async fn embed(&self, texts: &[String]) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        self.texts.fetch_add(texts.len(), Ordering::SeqCst);
+        self.inner.embed(texts).await
+    }
+    async fn embed_queries(
+        &self,
+        queries: &[String],
+    ) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        self.inner.embed_queries(queries).await
+    }
+}
+
+/// A vector is keyed by (embedder, embedded text): a copy of a project with
+/// one file changed, indexed as another project, sends only that file's
+/// changed chunks to the model; the copy's search results are its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_of_a_project_embeds_only_what_differs() {
+    let original = tempfile::tempdir().unwrap();
+    let copy = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    common::write_fixture(original.path());
+    common::write_fixture(copy.path());
+    let changed = copy.path().join("docs/deploy.md");
+    let mut text = std::fs::read_to_string(&changed).unwrap();
+    text.push_str("\n## Rollback\n\nRedeploy the previous image tag with `weft deploy --tag`.\n");
+    std::fs::write(&changed, text).unwrap();
+
+    let model = Arc::new(CountingModel {
+        inner: common::model(),
+        texts: Default::default(),
+    });
+    let indexer = common::indexer(data.path(), model.clone());
+    let index = |tree: &std::path::Path, project: &str| {
+        let (spec, options) = (
+            SourceSpec::Dir(tree.to_owned()),
+            IndexOptions {
+                project: Some(project.into()),
+                ..Default::default()
+            },
+        );
+        let indexer = &indexer;
+        async move { indexer.index(&spec, &options).await }
+    };
+    let first = index(original.path(), "upstream").await.unwrap();
+    let embedded_first = model.texts.load(Ordering::SeqCst);
+    assert!(first.chunks_written >= 5, "{first:#?}");
+    assert_eq!(embedded_first, first.chunks_written - first.vectors_reused);
+
+    let fork = index(copy.path(), "fork").await.unwrap();
+    let embedded_fork = model.texts.load(Ordering::SeqCst) - embedded_first;
+    assert_eq!(fork.chunks_written, first.chunks_written + 1, "{fork:#?}");
+    assert_eq!(
+        fork.vectors_reused,
+        fork.chunks_written - embedded_fork,
+        "{fork:#?}"
+    );
+    assert!(
+        (1..=2).contains(&embedded_fork),
+        "only the new section (and the chunk it joined) is embedded: {embedded_fork} of {}",
+        fork.chunks_written
+    );
+
+    // A forced re-index of the fork sends nothing to the model.
+    let again = indexer
+        .index(
+            &SourceSpec::Dir(copy.path().to_owned()),
+            &IndexOptions {
+                project: Some("fork".into()),
+                reindex: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.documents_unchanged, 0, "{again:#?}");
+    assert_eq!(
+        model.texts.load(Ordering::SeqCst),
+        embedded_first + embedded_fork
+    );
+    drop(indexer);
+
+    // Reused vectors serve the fork's own results.
+    let stores = common::stores(data.path());
+    let response = QueryEngine::new(
+        stores.vectors.clone(),
+        stores.text.clone(),
+        Some(common::model()),
+        None,
+        RetrievalConfig::default(),
+    )
+    .search(&SearchRequest {
+        filter: SearchFilter {
+            projects: vec!["fork".into()],
+            ..Default::default()
+        },
+        ..request("rate limiter permits per second", false)
+    })
+    .await
+    .unwrap();
+    assert!(!response.results.is_empty());
+    let fork_docs: HashSet<String> = stores
+        .catalog
+        .documents(Some("fork"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.document_id.to_string())
+        .collect();
+    assert!(
+        response
+            .results
+            .iter()
+            .all(|d| fork_docs.contains(&d.document_id.to_string())),
+        "only the fork's documents"
     );
 }

@@ -57,6 +57,15 @@ pub fn vectors(n: usize) -> Vec<Vec<f32>> {
         .collect()
 }
 
+/// The [`weft_core::embedding_key`]s of `chunks`, as an embedder tagged
+/// `conformance` would key their vectors.
+pub fn keys(chunks: &[Chunk]) -> Vec<String> {
+    chunks
+        .iter()
+        .map(|c| weft_core::embedding_key("conformance", &c.embedding_text()))
+        .collect()
+}
+
 fn java_doc() -> DocumentId {
     DocumentId::new("one", "src/cache/Cache.java")
 }
@@ -130,7 +139,11 @@ pub async fn vector_index(index: &dyn VectorIndex) {
     assert_eq!(index.count().await.expect("count"), 0, "starts empty");
     let chunks = chunks();
     let vectors = vectors(chunks.len());
-    index.upsert(&chunks, &vectors).await.expect("upsert");
+    let keys = keys(&chunks);
+    index
+        .upsert(&chunks, &vectors, &keys)
+        .await
+        .expect("upsert");
     index.commit().await.expect("commit");
     index.optimize().await.expect("optimize");
     assert_eq!(
@@ -171,13 +184,55 @@ pub async fn vector_index(index: &dyn VectorIndex) {
         "a path prefix matches whole path segments only"
     );
 
-    let again = index.upsert(&chunks, &vectors);
+    // Stored vectors come back by key, in one call; unknown keys are absent.
+    let unknown = weft_core::embedding_key("another embedder", &chunks[0].embedding_text());
+    let asked = vec![keys[0].clone(), keys[2].clone(), unknown.clone()];
+    let found = index.vectors_by_key(&asked).await.expect("vectors by key");
+    assert_eq!(
+        found.len(),
+        2,
+        "two stored keys of three: {:?}",
+        found.keys()
+    );
+    for i in [0, 2] {
+        let got = &found[&keys[i]];
+        let cosine: f32 = got.iter().zip(&vectors[i]).map(|(a, b)| a * b).sum();
+        assert!(
+            cosine > 0.999,
+            "the vector stored under key {i}: cosine {cosine}"
+        );
+    }
+    assert!(!found.contains_key(&unknown), "another embedder's key");
+    assert!(index.vectors_by_key(&[]).await.expect("no keys").is_empty());
+    // Many chunks may share a key: one vector for it.
+    let shared: Vec<String> = vec![keys[1].clone(); chunks.len()];
+    index
+        .upsert(&chunks, &vectors, &shared)
+        .await
+        .expect("upsert");
+    index.commit().await.expect("commit");
+    let found = index
+        .vectors_by_key(&shared[..1])
+        .await
+        .expect("shared key");
+    assert_eq!(found.len(), 1, "one vector per key");
+    index
+        .upsert(&chunks, &vectors, &keys)
+        .await
+        .expect("upsert");
+    index.commit().await.expect("commit");
+
+    let again = index.upsert(&chunks, &vectors, &keys);
     stored_chunks(&Vectors(index), &chunks, again).await;
 
     // Mismatched input is refused.
     assert!(
-        index.upsert(&chunks, &vectors[..1]).await.is_err(),
+        index.upsert(&chunks, &vectors[..1], &keys).await.is_err(),
         "chunks and vectors of different lengths"
+    );
+    assert!(
+        index.upsert(&chunks, &vectors, &keys[..1]).await.is_err(),
+        "chunks and keys of different lengths"
     );
 }
 

@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ use qdrant_edge::{
     CountRequest, DEFAULT_VECTOR_NAME, Distance, EdgeConfigBuilder, EdgeShard,
     EdgeVectorParamsBuilder, FieldIndexOperations, Filter, NamedQuery, PayloadFieldSchema, PointId,
     PointInsertOperations, PointOperations, PointStruct, QueryEnum, ScrollRequest, SearchRequest,
-    UpdateOperation, WithPayloadInterface, WithVector,
+    UpdateOperation, VectorInternal, VectorStructInternal, WithPayloadInterface, WithVector,
 };
 use serde_json::{Value, json};
 use weft_core::ports::{PortError, PortResult, VectorIndex};
@@ -39,6 +40,9 @@ use weft_core::{Chunk, ChunkId, DocumentId};
 
 /// The payload key holding the chunk's path scopes (not a chunk field).
 const PATH_SCOPES: &str = "path_scopes";
+/// The payload key holding the vector's [`weft_core::embedding_key`] (not a
+/// chunk field).
+const EMBEDDING_KEY: &str = "embedding_key";
 const COMPONENT: &str = "vector index (qdrant-edge)";
 
 /// What went wrong with the vector index.
@@ -174,6 +178,10 @@ impl EdgeVectorIndex {
                 json!({"type": "keyword", "enable_hnsw": false}),
             ),
             (
+                EMBEDDING_KEY,
+                json!({"type": "keyword", "enable_hnsw": false}),
+            ),
+            (
                 "chunk_index",
                 json!({"type": "integer", "lookup": true, "range": true, "enable_hnsw": false}),
             ),
@@ -204,13 +212,18 @@ impl EdgeVectorIndex {
         self.dimension
     }
 
-    /// Inserts or replaces `chunks` with their vectors.
+    /// Inserts or replaces `chunks` with their vectors and the vectors'
+    /// [`weft_core::embedding_key`]s.
     pub fn upsert_blocking(
         &self,
         chunks: &[Chunk],
         vectors: &[Vec<f32>],
+        keys: &[String],
     ) -> Result<(), VectorIndexError> {
-        if chunks.len() != vectors.len() || vectors.iter().any(|v| v.len() != self.dimension) {
+        if chunks.len() != vectors.len()
+            || keys.len() != chunks.len()
+            || vectors.iter().any(|v| v.len() != self.dimension)
+        {
             return Err(VectorIndexError::Mismatch {
                 chunks: chunks.len(),
                 vectors: vectors.len(),
@@ -220,10 +233,11 @@ impl EdgeVectorIndex {
             return Ok(());
         }
         let mut points = Vec::with_capacity(chunks.len());
-        for (chunk, vector) in chunks.iter().zip(vectors) {
+        for ((chunk, vector), key) in chunks.iter().zip(vectors).zip(keys) {
             let mut payload = serde_json::to_value(chunk).map_err(op)?;
             if let Value::Object(map) = &mut payload {
                 map.insert(PATH_SCOPES.into(), json!(path_scopes(&chunk.uri)));
+                map.insert(EMBEDDING_KEY.into(), json!(key));
             }
             points.push(
                 PointStruct::new(PointId::Uuid(chunk.id().as_uuid()), vector.clone(), payload)
@@ -324,6 +338,69 @@ impl EdgeVectorIndex {
             .collect()
     }
 
+    /// Stored vectors by the embedding key of their text; see
+    /// [`VectorIndex::vectors_by_key`].
+    pub fn vectors_by_key_blocking(
+        &self,
+        keys: &[String],
+    ) -> Result<HashMap<String, Vec<f32>>, VectorIndexError> {
+        let mut found = HashMap::new();
+        if keys.is_empty() {
+            return Ok(found);
+        }
+        let filter: Filter = serde_json::from_value(
+            json!({"must": [{"key": EMBEDDING_KEY, "match": {"any": keys}}]}),
+        )
+        .map_err(op)?;
+        let mut offset = None;
+        loop {
+            let (records, next) = self
+                .shard
+                .scroll(ScrollRequest {
+                    offset,
+                    limit: Some(keys.len()),
+                    filter: Some(filter.clone()),
+                    with_payload: Some(WithPayloadInterface::Fields(vec![
+                        EMBEDDING_KEY
+                            .try_into()
+                            .map_err(|()| op("payload field name"))?,
+                    ])),
+                    with_vector: WithVector::Bool(true),
+                    order_by: None,
+                })
+                .map_err(op)?;
+            for record in records {
+                let key = record
+                    .payload
+                    .as_ref()
+                    .and_then(|p| p.0.get(EMBEDDING_KEY))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let vector = match record.vector {
+                    Some(VectorStructInternal::Single(v)) => Some(v),
+                    Some(VectorStructInternal::Named(mut named)) => {
+                        match named.remove(DEFAULT_VECTOR_NAME) {
+                            Some(VectorInternal::Dense(v)) => Some(v),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                if let (Some(key), Some(vector)) = (key, vector)
+                    && vector.len() == self.dimension
+                {
+                    found.entry(key).or_insert(vector);
+                }
+            }
+            // Several chunks may share a text: scroll on until every key
+            // is found or nothing is left.
+            match next {
+                Some(id) if found.len() < keys.len() => offset = Some(id),
+                _ => return Ok(found),
+            }
+        }
+    }
+
     /// Calls `each` with every stored chunk, `batch` at a time (in point id
     /// order, not document order): for rebuilding another index from the
     /// chunks this one holds. Stops at the first error `each` returns.
@@ -417,6 +494,7 @@ fn decode(id: &PointId, payload: Option<qdrant_edge::Payload>) -> Result<Chunk, 
     };
     let mut map = payload.ok_or_else(|| corrupt("no payload".into()))?.0;
     map.remove(PATH_SCOPES);
+    map.remove(EMBEDDING_KEY);
     serde_json::from_value(Value::Object(map.into_iter().collect())).map_err(|e| corrupt(e.into()))
 }
 
@@ -436,9 +514,14 @@ impl VectorIndex for EdgeVectorIndex {
     fn dimension(&self) -> usize {
         self.dimension
     }
-    async fn upsert(&self, chunks: &[Chunk], vectors: &[Vec<f32>]) -> PortResult<()> {
-        let (chunks, vectors) = (chunks.to_vec(), vectors.to_vec());
-        blocking(self, move |i| i.upsert_blocking(&chunks, &vectors)).await
+    async fn upsert(
+        &self,
+        chunks: &[Chunk],
+        vectors: &[Vec<f32>],
+        keys: &[String],
+    ) -> PortResult<()> {
+        let (chunks, vectors, keys) = (chunks.to_vec(), vectors.to_vec(), keys.to_vec());
+        blocking(self, move |i| i.upsert_blocking(&chunks, &vectors, &keys)).await
     }
     async fn delete_document_from(&self, document: &DocumentId, from_index: u32) -> PortResult<()> {
         let document = document.clone();
@@ -463,6 +546,10 @@ impl VectorIndex for EdgeVectorIndex {
     async fn get(&self, ids: &[ChunkId]) -> PortResult<Vec<Chunk>> {
         let ids = ids.to_vec();
         blocking(self, move |i| i.get_blocking(&ids)).await
+    }
+    async fn vectors_by_key(&self, keys: &[String]) -> PortResult<HashMap<String, Vec<f32>>> {
+        let keys = keys.to_vec();
+        blocking(self, move |i| i.vectors_by_key_blocking(&keys)).await
     }
     async fn count(&self) -> PortResult<u64> {
         blocking(self, |i| i.count_blocking()).await

@@ -9,13 +9,13 @@ use weft_vector_edge::{EdgeVectorIndex, VectorIndexError};
 
 // The fixture of the shared conformance suite (which this index also
 // passes, tests/conformance.rs); these tests add what is edge-specific.
-use weft_conformance::{DIM, chunks, vectors};
+use weft_conformance::{DIM, chunks, keys, vectors};
 
 async fn loaded(dir: &std::path::Path) -> (EdgeVectorIndex, Vec<Chunk>) {
     let index = EdgeVectorIndex::open_or_create(dir, DIM).expect("create");
     let chunks = chunks();
     index
-        .upsert(&chunks, &vectors(chunks.len()))
+        .upsert(&chunks, &vectors(chunks.len()), &keys(&chunks))
         .await
         .expect("upsert");
     index.commit().await.expect("commit");
@@ -29,7 +29,10 @@ async fn searchable_after_commit_and_the_same_after_optimize() {
     let index = EdgeVectorIndex::open_or_create(dir.path(), DIM).expect("create");
     let chunks = chunks();
     let vectors = vectors(chunks.len());
-    index.upsert(&chunks, &vectors).await.expect("upsert");
+    index
+        .upsert(&chunks, &vectors, &keys(&chunks))
+        .await
+        .expect("upsert");
     index.commit().await.expect("commit");
     let ids = |hits: Vec<weft_core::retrieval::ScoredChunk>| {
         hits.into_iter().map(|h| h.chunk.id()).collect::<Vec<_>>()
@@ -198,10 +201,15 @@ async fn mismatched_vectors_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let index = EdgeVectorIndex::open_or_create(dir.path(), DIM).unwrap();
     let chunks = chunks();
-    assert!(index.upsert(&chunks, &vectors(1)).await.is_err());
     assert!(
         index
-            .upsert(&chunks[..1], &[vec![1.0; DIM + 1]])
+            .upsert(&chunks, &vectors(1), &keys(&chunks))
+            .await
+            .is_err()
+    );
+    assert!(
+        index
+            .upsert(&chunks[..1], &[vec![1.0; DIM + 1]], &keys(&chunks[..1]))
             .await
             .is_err()
     );

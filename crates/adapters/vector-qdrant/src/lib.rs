@@ -17,9 +17,10 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use qdrant_client::qdrant::{
     Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
-    DeletePointsBuilder, Distance, FieldType, Filter, GetPointsBuilder, NamedVectors, PointId,
-    PointStruct, Query, QueryPointsBuilder, Range, UpsertPointsBuilder, Value as QdrantValue,
-    VectorParamsBuilder, VectorsConfigBuilder, point_id, vectors_config,
+    DeletePointsBuilder, Distance, FieldType, Filter, GetPointsBuilder, NamedVectors,
+    PayloadIncludeSelector, PointId, PointStruct, Query, QueryPointsBuilder, Range,
+    ScrollPointsBuilder, UpsertPointsBuilder, Value as QdrantValue, VectorParamsBuilder,
+    VectorsConfigBuilder, point_id, vector_output, vectors_config,
 };
 use qdrant_client::{Payload, Qdrant};
 use serde_json::{Value, json};
@@ -30,6 +31,9 @@ use weft_core::{Chunk, ChunkId, DocumentId};
 /// The name of the dense vector in the collection.
 pub const VECTOR_NAME: &str = "dense";
 const PATH_SCOPES: &str = "path_scopes";
+/// The payload key holding the vector's [`weft_core::embedding_key`] (not a
+/// chunk field), by which stored vectors are found again.
+const EMBEDDING_KEY: &str = "embedding_key";
 /// Points per upsert request, to stay well under gRPC message limits.
 const UPSERT_BATCH: usize = 256;
 
@@ -180,6 +184,7 @@ impl QdrantVectorIndex {
             ("content_type", FieldType::Keyword),
             ("language", FieldType::Keyword),
             (PATH_SCOPES, FieldType::Keyword),
+            (EMBEDDING_KEY, FieldType::Keyword),
             ("chunk_index", FieldType::Integer),
         ] {
             self.client
@@ -199,8 +204,13 @@ impl QdrantVectorIndex {
             .collection_info(&self.collection)
             .await
             .map_err(|e| self.request("collection info", e))?;
+        let info = info.result;
+        // A collection made before vectors were looked up by embedding key
+        // gets that payload index once.
+        let keyed = info
+            .as_ref()
+            .is_some_and(|r| r.payload_schema.contains_key(EMBEDDING_KEY));
         let config = info
-            .result
             .and_then(|r| r.config)
             .and_then(|c| c.params)
             .and_then(|p| p.vectors_config)
@@ -208,7 +218,31 @@ impl QdrantVectorIndex {
         let found = match config {
             Some(vectors_config::Config::ParamsMap(map)) => {
                 match map.map.get(VECTOR_NAME).map(|p| p.size as usize) {
-                    Some(size) if size == self.dimension => return Ok(()),
+                    Some(size) if size == self.dimension => {
+                        if !keyed {
+                            // Not fatal: a read-only key (the query
+                            // service's) may not create it; lookups by key
+                            // then scan.
+                            let created = self
+                                .client
+                                .create_field_index(
+                                    CreateFieldIndexCollectionBuilder::new(
+                                        &self.collection,
+                                        EMBEDDING_KEY,
+                                        FieldType::Keyword,
+                                    )
+                                    .wait(true),
+                                )
+                                .await;
+                            if let Err(e) = created {
+                                tracing::warn!(
+                                    collection = %self.collection,
+                                    "cannot add the {EMBEDDING_KEY} payload index: {e}"
+                                );
+                            }
+                        }
+                        return Ok(());
+                    }
                     Some(size) => format!("{size}-dimensional {VECTOR_NAME:?} vectors"),
                     None => format!("named vectors {:?}", map.map.keys().collect::<Vec<_>>()),
                 }
@@ -261,6 +295,7 @@ fn decode(
 ) -> Result<Chunk, QdrantIndexError> {
     let mut map: serde_json::Map<String, Value> = Payload::from(payload).into();
     map.remove(PATH_SCOPES);
+    map.remove(EMBEDDING_KEY);
     serde_json::from_value(Value::Object(map)).map_err(|source| QdrantIndexError::CorruptPayload {
         id: id_text(id),
         source,
@@ -296,17 +331,28 @@ impl VectorIndex for QdrantVectorIndex {
         self.dimension
     }
 
-    async fn upsert(&self, chunks: &[Chunk], vectors: &[Vec<f32>]) -> PortResult<()> {
-        if chunks.len() != vectors.len() {
+    async fn upsert(
+        &self,
+        chunks: &[Chunk],
+        vectors: &[Vec<f32>],
+        keys: &[String],
+    ) -> PortResult<()> {
+        if chunks.len() != vectors.len() || chunks.len() != keys.len() {
             return Err(self.port(self.request(
                 "upsert",
-                format!("{} chunks but {} vectors", chunks.len(), vectors.len()),
+                format!(
+                    "{} chunks but {} vectors and {} keys",
+                    chunks.len(),
+                    vectors.len(),
+                    keys.len()
+                ),
             )));
         }
         for (start, batch) in chunks.chunks(UPSERT_BATCH).enumerate() {
             let mut points = Vec::with_capacity(batch.len());
             for (i, chunk) in batch.iter().enumerate() {
                 let vector = &vectors[start * UPSERT_BATCH + i];
+                let key = &keys[start * UPSERT_BATCH + i];
                 if vector.len() != self.dimension {
                     return Err(self.port(self.request(
                         "upsert",
@@ -321,6 +367,7 @@ impl VectorIndex for QdrantVectorIndex {
                     .map_err(|e| self.port(self.request("upsert", e)))?;
                 if let Value::Object(map) = &mut payload {
                     map.insert(PATH_SCOPES.into(), json!(path_scopes(&chunk.uri)));
+                    map.insert(EMBEDDING_KEY.into(), json!(key));
                 }
                 let payload =
                     Payload::try_from(payload).map_err(|e| self.port(self.request("upsert", e)))?;
@@ -404,6 +451,60 @@ impl VectorIndex for QdrantVectorIndex {
             .into_iter()
             .map(|point| decode(&point.id, point.payload).map_err(|e| self.port(e)))
             .collect()
+    }
+
+    async fn vectors_by_key(&self, keys: &[String]) -> PortResult<HashMap<String, Vec<f32>>> {
+        let mut found = HashMap::new();
+        if keys.is_empty() {
+            return Ok(found);
+        }
+        let filter = Filter::must([Condition::matches(EMBEDDING_KEY, keys.to_vec())]);
+        let mut offset: Option<PointId> = None;
+        loop {
+            let mut request = ScrollPointsBuilder::new(&self.collection)
+                .filter(filter.clone())
+                .limit(u32::try_from(keys.len()).unwrap_or(u32::MAX))
+                .with_payload(PayloadIncludeSelector {
+                    fields: vec![EMBEDDING_KEY.to_owned()],
+                })
+                .with_vectors(true);
+            if let Some(offset) = offset.take() {
+                request = request.offset(offset);
+            }
+            let response = self
+                .client
+                .scroll(request)
+                .await
+                .map_err(|e| self.port(self.request("scroll by embedding key", e)))?;
+            for point in response.result {
+                let key = point
+                    .payload
+                    .get(EMBEDDING_KEY)
+                    .and_then(|v| match &v.kind {
+                        Some(qdrant_client::qdrant::value::Kind::StringValue(s)) => Some(s.clone()),
+                        _ => None,
+                    });
+                let vector = point
+                    .vectors
+                    .as_ref()
+                    .and_then(|v| v.get_vector_by_name(VECTOR_NAME))
+                    .and_then(|v| match v {
+                        vector_output::Vector::Dense(dense) => Some(dense.data),
+                        _ => None,
+                    });
+                if let (Some(key), Some(vector)) = (key, vector)
+                    && vector.len() == self.dimension
+                {
+                    found.entry(key).or_insert(vector);
+                }
+            }
+            // Several chunks may share a text: scroll on until every key
+            // is found or nothing is left.
+            match response.next_page_offset {
+                Some(next) if found.len() < keys.len() => offset = Some(next),
+                _ => return Ok(found),
+            }
+        }
     }
 
     async fn count(&self) -> PortResult<u64> {

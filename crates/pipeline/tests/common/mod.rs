@@ -295,10 +295,13 @@ pub fn write_fixture(root: &Path) {
     .expect("binary");
 }
 
-/// The real vector index, counting the batched `get` calls made through it.
+/// The real vector index, counting the batched `get` and `vectors_by_key`
+/// calls made through it.
 pub struct CountingVectors {
     pub inner: Arc<dyn weft_core::ports::VectorIndex>,
     pub gets: AtomicUsize,
+    /// Calls to `vectors_by_key`.
+    pub key_lookups: AtomicUsize,
 }
 
 #[async_trait::async_trait]
@@ -310,8 +313,9 @@ impl weft_core::ports::VectorIndex for CountingVectors {
         &self,
         chunks: &[weft_core::Chunk],
         vectors: &[Vec<f32>],
+        keys: &[String],
     ) -> weft_core::ports::PortResult<()> {
-        self.inner.upsert(chunks, vectors).await
+        self.inner.upsert(chunks, vectors, keys).await
     }
     async fn delete_document_from(
         &self,
@@ -337,6 +341,13 @@ impl weft_core::ports::VectorIndex for CountingVectors {
     ) -> weft_core::ports::PortResult<Vec<weft_core::Chunk>> {
         self.gets.fetch_add(1, Ordering::SeqCst);
         self.inner.get(ids).await
+    }
+    async fn vectors_by_key(
+        &self,
+        keys: &[String],
+    ) -> weft_core::ports::PortResult<std::collections::HashMap<String, Vec<f32>>> {
+        self.key_lookups.fetch_add(1, Ordering::SeqCst);
+        self.inner.vectors_by_key(keys).await
     }
     async fn count(&self) -> weft_core::ports::PortResult<u64> {
         self.inner.count().await
