@@ -99,7 +99,7 @@ pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
     writeln!(
         out,
         "{}: {} documents seen, {} indexed, {} unchanged, {} deleted, {} skipped; \
-         {} chunks written ({} with stored vectors of the same text), {} deleted; {} errors; {:.1}s",
+         {} chunks written ({} with stored vectors of the same text), {} deleted; {} errors; {:.1}s ({:.1}s in the model)",
         s.project,
         s.documents_seen,
         s.documents_indexed,
@@ -110,7 +110,8 @@ pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
         s.vectors_reused,
         s.chunks_deleted,
         s.errors.len(),
-        s.elapsed_ms as f64 / 1000.0
+        s.elapsed_ms as f64 / 1000.0,
+        s.embedding_ms as f64 / 1000.0
     )?;
     if let Some(rev) = &s.revision {
         writeln!(out, "  revision {rev}")?;
@@ -136,7 +137,7 @@ pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
 pub fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::new(0);
     if let Ok(style) = ProgressStyle::with_template(
-        "{spinner} indexing [{bar:30}] {pos}/{len} documents {elapsed} {wide_msg}",
+        "{spinner} indexing [{bar:30}] {pos}/{len} documents {elapsed}, ETA {eta} {wide_msg}",
     ) {
         bar.set_style(style.progress_chars("=> "));
     }

@@ -17,6 +17,56 @@ use crate::{Issue, Stores};
 
 /// Chunks written between two commits of the stores (and catalog updates).
 const CHECKPOINT_CHUNKS: usize = 2048;
+/// Batches read and chunked ahead of the one being embedded.
+const CUT_AHEAD: usize = 2;
+
+/// What cutting documents counted, for the summary.
+#[derive(Default)]
+struct CutCounts {
+    indexed: usize,
+    skipped: Vec<Issue>,
+}
+
+/// Cuts a changed document into its update. A document that cannot be
+/// chunked (binary, not UTF-8, too large) is skipped with its reason, and
+/// its update has no chunks: what was indexed of it goes.
+fn cut_document(
+    chunker: &Chunker,
+    project: &str,
+    document: ChangedDocument,
+    counts: &mut CutCounts,
+) -> DocumentUpdate {
+    let chunked = chunker.chunk_document(
+        project,
+        &document.uri,
+        document.media_type,
+        &document.content,
+    );
+    let chunks = match chunked {
+        Ok(chunked) => {
+            for warning in &chunked.warnings {
+                tracing::info!(uri = %document.uri, "{warning}");
+            }
+            counts.indexed += 1;
+            chunked.chunks
+        }
+        Err(e) => {
+            counts.skipped.push(Issue {
+                uri: document.uri.clone(),
+                reason: e.reason(),
+            });
+            Vec::new()
+        }
+    };
+    DocumentUpdate::whole(
+        document.document_id,
+        project,
+        document.uri,
+        document.content_hash,
+        chunker.fingerprint(),
+        chunks,
+    )
+}
 
 /// Why an index run stopped. Problems with single documents do not stop a
 /// run; they are reported in [`IndexSummary::errors`].
@@ -93,6 +143,9 @@ pub struct IndexSummary {
     pub errors: Vec<Issue>,
     /// Whether the embedding model was called.
     pub model_loaded: bool,
+    /// Time spent in the embedding model (or API): what the run would take
+    /// if nothing else did (reading, chunking and writing overlap it).
+    pub embedding_ms: u64,
     /// Wall time.
     pub elapsed_ms: u64,
 }
@@ -105,6 +158,7 @@ impl IndexSummary {
         self.chunks_deleted += stats.chunks_deleted;
         self.documents_deleted += stats.documents_deleted;
         self.model_loaded |= stats.embedding_calls > 0;
+        self.embedding_ms += stats.embedding_time.as_millis() as u64;
     }
 }
 
@@ -197,22 +251,59 @@ impl Indexer {
             self.embedder_tag.clone(),
             self.batching,
         );
-        let mut batch: Vec<DocumentUpdate> = Vec::new();
-        let mut batch_chunks = 0usize;
-        while let Some(document) = changes.next_document() {
-            let update = self.cut(&project, document, &mut summary);
-            batch_chunks += update.chunks().len();
-            batch.push(update);
-            if batch_chunks >= self.batching.max_texts {
-                self.flush(&mut writer, &mut batch, &mut summary).await?;
-                batch_chunks = 0;
-                progress.set_message(format!("{} chunks embedded", summary.chunks_written));
-                if writer.pending_chunks() >= CHECKPOINT_CHUNKS {
-                    writer.checkpoint().await?;
+        // Reading and chunking run on a blocking thread, a few batches
+        // ahead of embedding and writing (a bounded queue), so the model
+        // never waits for the disk or the chunker.
+        let (batches, mut ready) = tokio::sync::mpsc::channel::<Vec<DocumentUpdate>>(CUT_AHEAD);
+        let cutter = {
+            let (chunker, project) = (self.chunker.clone(), project.clone());
+            let max_texts = self.batching.max_texts;
+            tokio::task::spawn_blocking(move || {
+                let mut cut = CutCounts::default();
+                let mut batch: Vec<DocumentUpdate> = Vec::new();
+                let mut batch_chunks = 0usize;
+                while let Some(document) = changes.next_document() {
+                    let update = cut_document(&chunker, &project, document, &mut cut);
+                    batch_chunks += update.chunks().len();
+                    batch.push(update);
+                    if batch_chunks >= max_texts {
+                        if batches.blocking_send(std::mem::take(&mut batch)).is_err() {
+                            break; // the writer stopped on an error
+                        }
+                        batch_chunks = 0;
+                    }
                 }
+                if !batch.is_empty() {
+                    let _ = batches.blocking_send(batch);
+                }
+                (changes, cut)
+            })
+        };
+        let rate = Instant::now();
+        let mut written = Ok(());
+        while let Some(mut batch) = ready.recv().await {
+            written = self.flush(&mut writer, &mut batch, &mut summary).await;
+            if written.is_ok() && writer.pending_chunks() >= CHECKPOINT_CHUNKS {
+                written = writer.checkpoint().await.map_err(IndexError::from);
             }
+            if written.is_err() {
+                break;
+            }
+            let seconds = rate.elapsed().as_secs_f64().max(1e-3);
+            progress.set_message(format!(
+                "{} chunks written, {:.1} chunks/s",
+                summary.chunks_written,
+                summary.chunks_written as f64 / seconds
+            ));
         }
-        self.flush(&mut writer, &mut batch, &mut summary).await?;
+        drop(ready);
+        let (mut changes, cut) = cutter
+            .await
+            .map_err(|e| IndexError::Port(PortError::new("chunking thread", e.to_string())))?;
+        written?;
+        summary.documents_indexed += cut.indexed;
+        summary.documents_skipped += cut.skipped.len();
+        summary.skipped.extend(cut.skipped);
         summary.documents_unchanged = changes.unchanged;
         summary.errors.append(&mut changes.errors);
         let removed: Vec<DocumentUpdate> = changes
@@ -235,48 +326,6 @@ impl Indexer {
         summary.elapsed_ms = started.elapsed().as_millis() as u64;
         progress.finish_and_clear();
         Ok(summary)
-    }
-
-    /// Cuts a changed document into its update. A document that cannot be
-    /// chunked (binary, not UTF-8, too large) is skipped with its reason,
-    /// and its update has no chunks: what was indexed of it goes.
-    fn cut(
-        &self,
-        project: &str,
-        document: ChangedDocument,
-        summary: &mut IndexSummary,
-    ) -> DocumentUpdate {
-        let chunked = self.chunker.chunk_document(
-            project,
-            &document.uri,
-            document.media_type,
-            &document.content,
-        );
-        let chunks = match chunked {
-            Ok(chunked) => {
-                for warning in &chunked.warnings {
-                    tracing::info!(uri = %document.uri, "{warning}");
-                }
-                summary.documents_indexed += 1;
-                chunked.chunks
-            }
-            Err(e) => {
-                summary.documents_skipped += 1;
-                summary.skipped.push(Issue {
-                    uri: document.uri.clone(),
-                    reason: e.reason(),
-                });
-                Vec::new()
-            }
-        };
-        DocumentUpdate::whole(
-            document.document_id,
-            project,
-            document.uri,
-            document.content_hash,
-            self.chunker.fingerprint(),
-            chunks,
-        )
     }
 
     async fn flush(

@@ -150,6 +150,7 @@ impl Handler for EmbedderHandler {
                 }
                 for (outcome, n) in [
                     ("embedded", stats.chunks_embedded),
+                    ("stored_vector", stats.vectors_reused),
                     ("unchanged", stats.chunks_reused),
                 ] {
                     metrics
@@ -162,6 +163,7 @@ impl Handler for EmbedderHandler {
                 tracing::info!(
                     documents = updates.len(),
                     embedded = stats.chunks_embedded,
+                    stored_vectors = stats.vectors_reused,
                     unchanged = stats.chunks_reused,
                     ms = t.elapsed().as_millis() as u64,
                     "written"
