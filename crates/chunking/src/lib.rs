@@ -46,7 +46,9 @@
 /// 2: reStructuredText and AsciiDoc by sections (`.rst`, `.adoc`, and `.txt`
 /// that reads as either); C, C++, C#, Ruby, PHP, shell and Kotlin by
 /// definitions (were line windows).
-pub const CHUNKER_VERSION: u32 = 2;
+/// 3: hostile input: a code parse over its work budget falls back to line
+/// windows, and an HTML page nested over 256 deep is taken as plain text.
+pub const CHUNKER_VERSION: u32 = 3;
 
 mod asciidoc;
 mod code;
@@ -355,6 +357,7 @@ impl Chunker {
             }
             Strategy::Html => {
                 let page = html::extract(text);
+                warnings.extend(page.warning.clone());
                 let out = markdown::chunk(
                     &page.markdown,
                     &self.config.markdown,
