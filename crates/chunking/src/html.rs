@@ -1,7 +1,7 @@
 //! HTML pages: the main content is extracted and turned into markdown, which
 //! the markdown chunker then splits. Chunk offsets refer to that markdown.
 
-use scraper::{Html, Selector};
+use scraper::{ElementRef, Html, Selector};
 
 /// The markdown of a page's main content, and its title.
 pub struct ExtractedPage {
@@ -10,7 +10,14 @@ pub struct ExtractedPage {
     /// Markdown of the main content (`<main>`, `<article>`, `[role=main]`,
     /// else `<body>`), without navigation, scripts and styles.
     pub markdown: String,
+    /// Why the page was taken as plain text rather than converted.
+    pub warning: Option<String>,
 }
+
+/// Pages whose elements nest deeper than this are taken as their plain
+/// text: the markdown converter recurses once per level, and a hostile page
+/// 10,000 levels deep would overflow a thread's stack.
+pub const MAX_NESTING: usize = 256;
 
 const MAIN_CANDIDATES: &[&str] = &[
     "main",
@@ -36,10 +43,23 @@ pub fn extract(html: &str) -> ExtractedPage {
         (!text.is_empty()).then_some(text)
     };
     let title = text_of("title").or_else(|| text_of("h1"));
-    let main_html = MAIN_CANDIDATES
+    let main = MAIN_CANDIDATES
         .iter()
         .filter_map(|s| Selector::parse(s).ok())
-        .find_map(|selector| document.select(&selector).next().map(|e| e.inner_html()))
+        .find_map(|selector| document.select(&selector).next());
+    let depth = nesting(main.unwrap_or_else(|| document.root_element()));
+    if depth > MAX_NESTING {
+        let root = main.unwrap_or_else(|| document.root_element());
+        return ExtractedPage {
+            title,
+            markdown: root.text().collect::<Vec<_>>().join("\n"),
+            warning: Some(format!(
+                "elements nest {depth} deep, over {MAX_NESTING}: taken as plain text"
+            )),
+        };
+    }
+    let main_html = main
+        .map(|e| e.inner_html())
         .unwrap_or_else(|| html.to_owned());
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(SKIPPED.to_vec())
@@ -53,7 +73,26 @@ pub fn extract(html: &str) -> ExtractedPage {
             .collect::<Vec<_>>()
             .join("\n")
     });
-    ExtractedPage { title, markdown }
+    ExtractedPage {
+        title,
+        markdown,
+        warning: None,
+    }
+}
+
+/// How deep elements nest under `root` (counted without recursion).
+fn nesting(root: ElementRef<'_>) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(*root, 1usize)];
+    while let Some((node, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        for child in node.children() {
+            if child.value().is_element() {
+                stack.push((child, depth + 1));
+            }
+        }
+    }
+    deepest
 }
 
 #[cfg(test)]
@@ -74,5 +113,24 @@ mod tests {
         assert!(!page.markdown.contains("Menu"));
         assert!(!page.markdown.contains("Corp"));
         assert!(!page.markdown.contains("var x"));
+        assert_eq!(page.warning, None);
+    }
+
+    #[test]
+    fn pages_nested_past_the_limit_are_taken_as_plain_text() {
+        let deep = |n: usize| {
+            format!(
+                "<main><h2>Deep</h2>{}<p>deep text</p>{}</main>",
+                "<div>".repeat(n),
+                "</div>".repeat(n)
+            )
+        };
+        let page = extract(&deep(MAX_NESTING - 3));
+        assert_eq!(page.warning, None);
+        assert!(page.markdown.contains("## Deep"), "{}", page.markdown);
+        let page = extract(&deep(10_000));
+        let warning = page.warning.unwrap();
+        assert!(warning.contains("taken as plain text"), "{warning}");
+        assert!(page.markdown.contains("deep text"), "{}", page.markdown);
     }
 }

@@ -48,7 +48,9 @@
 /// definitions (were line windows).
 /// 3: AsciiDoc: a long section is cut between definition-list entries, each
 /// part named by its terms; `= text` wrapped inside a paragraph is not a
-/// title; inline anchors left out of titles.
+/// title; inline anchors left out of titles. Hostile input: a code parse
+/// over its work budget falls back to line windows, and an HTML page nested
+/// over 256 deep is taken as plain text.
 pub const CHUNKER_VERSION: u32 = 3;
 
 mod asciidoc;
@@ -358,6 +360,7 @@ impl Chunker {
             }
             Strategy::Html => {
                 let page = html::extract(text);
+                warnings.extend(page.warning.clone());
                 let out = markdown::chunk(
                     &page.markdown,
                     &self.config.markdown,

@@ -108,7 +108,11 @@ pub(crate) fn line_windows(text: &str, config: &LinesConfig, section: &str) -> V
             .get(first_line + config.window_lines)
             .copied()
             .unwrap_or(text.len());
-        let (s, e) = split_by_size(text, measure, cur, by_lines, config.max_chars, &[])
+        // Only the first piece is wanted: look no further than one piece
+        // ahead (splitting the whole rest of one 50 MB line for every window
+        // was quadratic). The first piece is the same either way.
+        let reach = measure.advance(cur, config.max_chars.saturating_add(1), by_lines);
+        let (s, e) = split_by_size(text, measure, cur, reach, config.max_chars, &[])
             .into_iter()
             .next()
             .unwrap_or((cur, trim_end(text, cur, by_lines)));

@@ -2,55 +2,9 @@
 //! of `weft_core::invariants::check` hold.
 
 use proptest::prelude::*;
-use weft_chunking::{Chunker, ChunkingConfig};
 
 mod common;
-use common::{FIXTURES, fixture};
-
-/// One file name per chunker (and per tree-sitter grammar).
-const NAMES: &[&str] = &[
-    "A.java",
-    "a.ts",
-    "a.tsx",
-    "a.js",
-    "a.py",
-    "a.rs",
-    "a.go",
-    "a.md",
-    "a.html",
-    "a.txt",
-    "a.weird",
-    "README.md",
-    "a.d.ts",
-    "a.c",
-    "a.hpp",
-    "A.cs",
-    "a.rb",
-    "a.php",
-    "a.sh",
-    "A.kt",
-    "a.rst",
-    "a.adoc",
-    "README.rst",
-    "a.rst.txt",
-];
-
-fn chunkers() -> Vec<Chunker> {
-    let mut tiny = ChunkingConfig::default();
-    tiny.code.max_chars = 40;
-    tiny.code.min_chars = 10;
-    tiny.markdown.max_chars = 30;
-    tiny.markdown.index_max_chars = 50;
-    tiny.text.target_chars = 30;
-    tiny.text.overlap_chars = 10;
-    tiny.lines.window_lines = 3;
-    tiny.lines.overlap_lines = 1;
-    tiny.lines.max_chars = 25;
-    vec![
-        Chunker::new(ChunkingConfig::default()).unwrap(),
-        Chunker::new(tiny).unwrap(),
-    ]
-}
+use common::{FIXTURES, HOSTILE_PIECES, NAMES, chunkers, fixture};
 
 fn check_all(text: &str) -> Result<(), TestCaseError> {
     for chunker in chunkers() {
@@ -66,98 +20,7 @@ fn check_all(text: &str) -> Result<(), TestCaseError> {
 
 /// Text made of the characters that matter to parsers and splitters.
 fn hostile_text() -> impl Strategy<Value = String> {
-    let pieces = prop::sample::select(vec![
-        "{",
-        "}",
-        "(",
-        ")",
-        "[",
-        "]",
-        ";",
-        ",",
-        ".",
-        "=",
-        "=>",
-        "<",
-        ">",
-        "/",
-        "*",
-        "/**",
-        "*/",
-        "//",
-        "#",
-        "##",
-        "# ",
-        "---\n",
-        "+++\n",
-        "```",
-        "```\n",
-        "\"",
-        "'",
-        "`",
-        "\\",
-        "@",
-        "class ",
-        "def ",
-        "fn ",
-        "func ",
-        "function ",
-        "import ",
-        "package ",
-        "export ",
-        "interface ",
-        "impl ",
-        "return ",
-        "if ",
-        "<div>",
-        "</div>",
-        "<h2>",
-        "</h2>",
-        "<main>",
-        "<p>",
-        "====\n",
-        "----\n",
-        "~~~~\n",
-        "Title\n",
-        ".. ",
-        ".. note::\n",
-        ".. code-block:: c\n",
-        "::\n",
-        ":field: ",
-        "-a, --all  ",
-        "+---+\n",
-        "| x |\n",
-        "|===\n",
-        "[source,java]\n",
-        ".Title\n",
-        "= ",
-        "== ",
-        "+\n",
-        "....\n",
-        "--\n",
-        "#include ",
-        "namespace ",
-        "template <",
-        "public:",
-        "<?php",
-        "end\n",
-        "\n",
-        "\n\n",
-        "\r\n",
-        "\t",
-        "  ",
-        "    ",
-        "x",
-        "foo",
-        "Bar",
-        "é",
-        "漢字",
-        "😀",
-        "\u{feff}",
-        "\u{2028}",
-        "\u{a0}",
-        "\u{0}",
-    ]);
+    let pieces = prop::sample::select(HOSTILE_PIECES.to_vec());
     prop::collection::vec(pieces, 0..300).prop_map(|v| v.concat())
 }
 
