@@ -9,6 +9,7 @@ mod chunk_cmd;
 mod context;
 mod eval_cmd;
 mod index_cmd;
+mod keys_cmd;
 mod mcp_cmd;
 mod search_cmd;
 mod serve_cmd;
@@ -43,6 +44,8 @@ enum Command {
     Eval(eval_cmd::EvalArgs),
     /// Serve weft's tools to assistants over the Model Context Protocol (stdio or HTTP).
     Mcp(mcp_cmd::McpArgs),
+    /// Make API keys of the query service (query.api_keys_file).
+    Keys(keys_cmd::KeysArgs),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Status(args) => status_cmd::run(cli.config.as_deref(), args),
         Command::Eval(args) => eval_cmd::run(cli.config.as_deref(), args),
         Command::Mcp(args) => mcp_cmd::run(cli.config.as_deref(), args),
+        Command::Keys(args) => keys_cmd::run(args),
     };
     match result {
         Ok(code) => code,

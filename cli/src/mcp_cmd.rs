@@ -17,6 +17,9 @@ use weft_pipeline::{IndexOptions, Indexer, Stores};
 
 use crate::context::{Context, StoreArgs};
 
+/// The environment variable holding the API key sent to `--query-url`.
+pub const API_KEY_ENV: &str = "WEFT_API_KEY";
+
 /// Arguments of `weft mcp`.
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -26,7 +29,8 @@ pub struct McpArgs {
     pub http: Option<String>,
 
     /// Answer from a remote weft-query (gRPC, e.g. http://query:50051)
-    /// instead of the local data directory.
+    /// instead of the local data directory. Its API key is read from the
+    /// environment variable WEFT_API_KEY.
     #[arg(long, value_name = "URL")]
     pub query_url: Option<String>,
 
@@ -68,7 +72,13 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
                              it cannot be combined with --query-url"
                     );
                 }
-                (Arc::new(GrpcBackend::connect(url).await?), None)
+                let mut backend = GrpcBackend::connect(url).await?;
+                // The key comes from the environment, never a flag: a flag's
+                // value shows in `ps` and shell history.
+                if let Some(key) = std::env::var(API_KEY_ENV).ok().filter(|k| !k.is_empty()) {
+                    backend = backend.with_bearer_token(&key)?;
+                }
+                (Arc::new(backend), None)
             }
             None => {
                 let ctx = Context::load(config_file, &args.store)?;

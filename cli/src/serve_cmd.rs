@@ -32,6 +32,9 @@ pub fn run(config_file: Option<&std::path::Path>, args: &ServeArgs) -> anyhow::R
             &ctx.config,
             &ctx.locations,
             &listen,
+            // On loopback without a keys file: open (a laptop); elsewhere
+            // keys or an explicit query.auth = "none".
+            weft_server::auth::AuthDefault::OpenOnLoopback,
             |addr| {
                 println!("listening on {addr}");
                 eprintln!(

@@ -214,13 +214,19 @@ pub type QueryClient =
     weft_proto::v1::query_service_client::QueryServiceClient<tonic::transport::Channel>;
 
 /// Starts `weft-query` on a free loopback port with `env`, waits until it
-/// listens and connects a client to it.
+/// listens and connects a client to it. Without API keys: `env` gets
+/// `WEFT__QUERY__AUTH=none` unless it configures `WEFT__QUERY__AUTH` itself
+/// (weft-query requires keys by default).
 pub async fn start_query(env: &[(&str, String)], logs: &Path) -> (Service, QueryClient) {
+    let mut env = env.to_vec();
+    if !env.iter().any(|(k, _)| *k == "WEFT__QUERY__AUTH") {
+        env.push(("WEFT__QUERY__AUTH", "none".to_owned()));
+    }
     let mut query = Service::start(
         "query",
         "weft-query",
         &["--listen", "127.0.0.1:0"],
-        env,
+        &env,
         logs,
     );
     let addr = query.wait_for_line("listening on ", Duration::from_secs(120));

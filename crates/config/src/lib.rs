@@ -93,8 +93,15 @@ pub struct StoresConfig {
     /// The Meilisearch index uid (created on first use).
     pub meili_index: String,
     /// Name of the environment variable holding Meilisearch's API key;
-    /// none sends no key.
+    /// none sends no key. The indexing side (`weft index`, the embedder)
+    /// uses it; the query side too unless `meili_search_key_env` is set.
     pub meili_api_key_env: Option<String>,
+    /// Name of the environment variable holding a Meilisearch key allowed
+    /// only to search (actions `search`, plus `indexes.get` and
+    /// `settings.get` to check the index): the query service and `weft
+    /// search` use it instead of `meili_api_key_env`, and then never write
+    /// to the index.
+    pub meili_search_key_env: Option<String>,
 }
 
 impl StoresConfig {
@@ -115,6 +122,7 @@ impl Default for StoresConfig {
             meili_url: None,
             meili_index: "weft_chunks".into(),
             meili_api_key_env: None,
+            meili_search_key_env: None,
         }
     }
 }
@@ -193,6 +201,92 @@ pub struct QueryServiceConfig {
     pub request_timeout_secs: u64,
     /// Largest request or response message, in bytes.
     pub max_message_bytes: usize,
+    /// Who may call the query API: `api_keys` (bearer API keys from
+    /// `api_keys_file`, each bound to projects) or `none` (anyone who
+    /// reaches `listen`, logged as a warning at start). Unset: `weft-query`
+    /// requires keys (it fails to start without `api_keys_file`); `weft
+    /// serve` uses the keys of `api_keys_file` when set, else serves
+    /// without authentication on a loopback address only.
+    pub auth: Option<QueryAuth>,
+    /// The API keys file (TOML, `[[keys]]` entries with salted SHA-256
+    /// hashes, as `weft keys new` prints them), e.g. mounted from a
+    /// Kubernetes Secret. Re-read when it changes: keys are added, rotated
+    /// and revoked without a restart.
+    pub api_keys_file: Option<PathBuf>,
+    /// Seconds between checks of `api_keys_file` for changes.
+    pub api_keys_reload_secs: u64,
+    /// Requests per second each API key may make (token bucket), unless
+    /// its entry sets its own; unset: no limit. Over it: RESOURCE_EXHAUSTED.
+    pub rate_limit_per_sec: Option<f64>,
+    /// Requests a key may make at once after being idle (the bucket's
+    /// size); unset: the per-second rate, rounded up.
+    pub rate_limit_burst: Option<u32>,
+    /// PEM certificate chain: with `tls_key_file`, the gRPC port speaks TLS
+    /// (rustls) only.
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key of `tls_cert_file`.
+    pub tls_key_file: Option<PathBuf>,
+    /// PEM CA certificate(s): when set, clients must present a certificate
+    /// signed by one of them (mutual TLS). Needs `tls_cert_file`.
+    pub tls_client_ca_file: Option<PathBuf>,
+}
+
+/// `query.auth`: how callers of the query API are authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryAuth {
+    /// Bearer API keys from `query.api_keys_file`.
+    ApiKeys,
+    /// No authentication: every caller reads every project.
+    None,
+}
+
+impl QueryServiceConfig {
+    /// Checks the authentication, rate-limit and TLS settings.
+    fn validate_security(&self) -> Result<(), InvalidSetting> {
+        let bad = |key: &str, message: &str| {
+            Err(InvalidSetting {
+                key: key.into(),
+                message: message.into(),
+            })
+        };
+        if self.auth == Some(QueryAuth::ApiKeys) && self.api_keys_file.is_none() {
+            return bad(
+                "query.api_keys_file",
+                "is required when query.auth is api_keys (mint keys with `weft keys new`)",
+            );
+        }
+        if self.api_keys_reload_secs == 0 {
+            return bad("query.api_keys_reload_secs", "must be at least 1");
+        }
+        if let Some(rate) = self.rate_limit_per_sec
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            return bad(
+                "query.rate_limit_per_sec",
+                "must be a positive number (unset: no limit)",
+            );
+        }
+        if self.rate_limit_burst == Some(0) {
+            return bad("query.rate_limit_burst", "must be at least 1");
+        }
+        match (&self.tls_cert_file, &self.tls_key_file) {
+            (Some(_), None) => {
+                return bad("query.tls_key_file", "is required with query.tls_cert_file");
+            }
+            (None, Some(_)) => {
+                return bad("query.tls_cert_file", "is required with query.tls_key_file");
+            }
+            _ => {}
+        }
+        if self.tls_client_ca_file.is_some() && self.tls_cert_file.is_none() {
+            return bad(
+                "query.tls_client_ca_file",
+                "needs query.tls_cert_file and query.tls_key_file (client certificates are checked over TLS)",
+            );
+        }
+        Ok(())
+    }
 }
 
 /// `[telemetry]`: what every service exposes for operations.
@@ -210,6 +304,14 @@ impl Default for QueryServiceConfig {
             listen: "127.0.0.1:50051".into(),
             request_timeout_secs: 30,
             max_message_bytes: 16 * 1024 * 1024,
+            auth: None,
+            api_keys_file: None,
+            api_keys_reload_secs: 5,
+            rate_limit_per_sec: None,
+            rate_limit_burst: None,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_client_ca_file: None,
         }
     }
 }
@@ -687,6 +789,7 @@ impl WeftConfig {
         if self.query.max_message_bytes < 1024 {
             return bad("query.max_message_bytes", "must be at least 1024");
         }
+        self.query.validate_security()?;
         if self.embedder.max_batch_tokens < 1 {
             return bad("embedder.max_batch_tokens", "must be at least 1");
         }
@@ -1058,6 +1161,25 @@ mod tests {
             ("[nats]\nmax_deliver = 0\n", "nats.max_deliver"),
             ("[nats]\ndocs_stream = \"a.b\"\n", "nats.docs_stream"),
             ("[query]\nlisten = \"localhost\"\n", "query.listen"),
+            ("[query]\nauth = \"api_keys\"\n", "query.api_keys_file"),
+            ("[query]\nauth = \"open\"\n", "open"),
+            (
+                "[query]\ntls_cert_file = \"/tls/cert.pem\"\n",
+                "query.tls_key_file",
+            ),
+            (
+                "[query]\ntls_client_ca_file = \"/tls/ca.pem\"\n",
+                "query.tls_client_ca_file",
+            ),
+            (
+                "[query]\nrate_limit_per_sec = 0.0\n",
+                "query.rate_limit_per_sec",
+            ),
+            ("[query]\nrate_limit_burst = 0\n", "query.rate_limit_burst"),
+            (
+                "[query]\napi_keys_reload_secs = 0\n",
+                "query.api_keys_reload_secs",
+            ),
             (
                 "[telemetry]\nmetrics_listen = \"nine\"\n",
                 "telemetry.metrics_listen",
@@ -1099,6 +1221,43 @@ mod tests {
         assert!(nets[1].contains("fd12::1".parse().unwrap()));
         // Public addresses only, by default.
         assert!(CrawlConfig::default().allow_private_networks.is_empty());
+    }
+
+    #[test]
+    fn query_security_settings_come_from_file_and_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            &dir,
+            "[query]\napi_keys_file = \"/etc/weft-auth/keys.toml\"\ntls_cert_file = \"/tls/tls.crt\"\ntls_key_file = \"/tls/tls.key\"\n",
+        );
+        let env = vec![
+            ("WEFT__QUERY__AUTH".to_owned(), "api_keys".to_owned()),
+            (
+                "WEFT__QUERY__RATE_LIMIT_PER_SEC".to_owned(),
+                "2.5".to_owned(),
+            ),
+            (
+                "WEFT__STORES__MEILI_SEARCH_KEY_ENV".to_owned(),
+                "MEILI_SEARCH_KEY".to_owned(),
+            ),
+        ];
+        let config = load_with_env(Some(&path), env).unwrap().config;
+        assert_eq!(config.query.auth, Some(QueryAuth::ApiKeys));
+        assert_eq!(
+            config.query.api_keys_file.as_deref(),
+            Some(Path::new("/etc/weft-auth/keys.toml"))
+        );
+        assert_eq!(config.query.rate_limit_per_sec, Some(2.5));
+        assert!(config.query.tls_key_file.is_some());
+        assert_eq!(
+            config.stores.meili_search_key_env.as_deref(),
+            Some("MEILI_SEARCH_KEY")
+        );
+        let env = vec![("WEFT__QUERY__AUTH".to_owned(), "none".to_owned())];
+        let config = load_with_env(Some(&write(&dir, "")), env).unwrap().config;
+        assert_eq!(config.query.auth, Some(QueryAuth::None));
+        // Unset by default: each binary decides (weft-query requires keys).
+        assert_eq!(QueryServiceConfig::default().auth, None);
     }
 
     #[test]

@@ -219,11 +219,13 @@ impl GrpcBackend {
     /// Sends `authorization: Bearer <token>` with every call (for a query
     /// service that requires an API key).
     pub fn with_bearer_token(mut self, token: &str) -> Result<Self, BackendError> {
-        let value = format!("Bearer {token}").parse().map_err(|_| {
+        let mut value: MetadataValue<Ascii> = format!("Bearer {token}").parse().map_err(|_| {
             BackendError::Unsupported(
                 "the API key holds characters an HTTP header cannot carry".into(),
             )
         })?;
+        // Never shown by Debug, and kept out of HPACK's dynamic table.
+        value.set_sensitive(true);
         self.authorization = Some(value);
         Ok(self)
     }

@@ -148,10 +148,20 @@ pub async fn open_index_stores(
         }
         TextStoreKind::Meilisearch => {
             let url = required(&stores.meili_url, "stores.meili_url")?;
-            let key = api_key(&stores.meili_api_key_env, "stores.meili_api_key_env")?;
-            let index = weft_text_meili::MeiliTextIndex::connect(url, key, &stores.meili_index)
-                .await
-                .map_err(StoresError::Meilisearch)?;
+            // Reading with a search-only key: open without creating or
+            // configuring anything (the query side never writes).
+            let index = match (access, &stores.meili_search_key_env) {
+                (StoreAccess::Read, Some(_)) => {
+                    let key = api_key(&stores.meili_search_key_env, "stores.meili_search_key_env")?;
+                    weft_text_meili::MeiliTextIndex::open_for_search(url, key, &stores.meili_index)
+                        .await
+                }
+                _ => {
+                    let key = api_key(&stores.meili_api_key_env, "stores.meili_api_key_env")?;
+                    weft_text_meili::MeiliTextIndex::connect(url, key, &stores.meili_index).await
+                }
+            }
+            .map_err(StoresError::Meilisearch)?;
             description.push(format!(
                 "text in Meilisearch {url} index {}",
                 stores.meili_index
@@ -271,5 +281,42 @@ mod tests {
             message.contains("meilisearch") && message.contains("127.0.0.1:9"),
             "{message}"
         );
+
+        // Reading with a search-only key: that key's variable, and an open
+        // that only searches; writing keeps the write key.
+        let stores = StoresConfig {
+            meili_search_key_env: Some("WEFT_TEST_SURELY_UNSET_SEARCH_KEY".into()),
+            ..stores
+        };
+        let message = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Read)
+            .await
+            .err()
+            .expect("the search key variable is unset")
+            .to_string();
+        assert!(message.contains("stores.meili_search_key_env"), "{message}");
+        let message = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
+            .await
+            .err()
+            .expect("nothing listens on port 9")
+            .to_string();
+        assert!(
+            message.contains("set settings") || message.contains("open index"),
+            "{message}"
+        );
+        assert!(!message.contains("for search"), "{message}");
+        // A set variable (PATH stands in for a key): the search-only open,
+        // and the key's value in no message.
+        let stores = StoresConfig {
+            meili_search_key_env: Some("PATH".into()),
+            ..stores
+        };
+        let message = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Read)
+            .await
+            .err()
+            .expect("nothing listens on port 9")
+            .to_string();
+        assert!(message.contains("open index for search"), "{message}");
+        let path = std::env::var("PATH").unwrap();
+        assert!(!message.contains(&path), "{message}");
     }
 }

@@ -12,6 +12,9 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
+pub mod tls;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -49,6 +52,12 @@ pub enum ServiceError {
     /// Server reflection could not be built.
     #[error("gRPC reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
+    /// Authentication could not be set up (no keys file, a bad one).
+    #[error(transparent)]
+    Auth(#[from] auth::AuthSetupError),
+    /// The TLS certificate, key or client CA could not be used.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsSetupError),
 }
 
 /// `weft.v1.QueryService` over a [`QueryEngine`] and the vector index it
@@ -57,12 +66,24 @@ pub enum ServiceError {
 pub struct QueryServer {
     engine: Arc<QueryEngine>,
     vectors: Arc<dyn VectorIndex>,
+    auth: auth::Auth,
 }
 
 impl QueryServer {
     /// A server answering with `engine`; `GetChunks` reads `vectors`.
+    /// Without [`QueryServer::with_auth`] it authenticates nobody.
     pub fn new(engine: Arc<QueryEngine>, vectors: Arc<dyn VectorIndex>) -> Self {
-        Self { engine, vectors }
+        Self {
+            engine,
+            vectors,
+            auth: auth::Auth::Open,
+        }
+    }
+
+    /// The server with callers authenticated by `auth` (API keys bound to
+    /// projects; see [`auth`]).
+    pub fn with_auth(self, auth: auth::Auth) -> Self {
+        Self { auth, ..self }
     }
 }
 
@@ -135,17 +156,20 @@ impl v1::query_service_server::QueryService for QueryServer {
         let (context, mut span) = rpc_span("Search", &request);
         let started = Instant::now();
         let result = async {
+            let scope = self.auth.authorize(request.metadata())?;
             let request = request.into_inner();
             let explain = request.explain;
             let packing = weft_proto::query::pack_options(&request)
                 .map_err(|e| Status::invalid_argument(e.to_string()))?;
-            let domain =
+            let mut domain =
                 weft_proto::query::search_request(request, &self.engine.config().adjacency)
                     .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            scope.restrict(&mut domain.filter)?;
             span.set("weft.mode", format!("{:?}", domain.mode));
             let result = self.engine.search(&domain).await;
             weft_telemetry::metrics().observe_query(started.elapsed(), result.is_ok());
-            let response = result.map_err(status_of)?;
+            let mut response = result.map_err(status_of)?;
+            scope.retain(&mut response.results);
             // The service reads no catalog, so packed spans carry no commit.
             let context = packing.map(|options| {
                 weft_core::retrieval::pack(
@@ -169,7 +193,10 @@ impl v1::query_service_server::QueryService for QueryServer {
         request: Request<v1::GetChunksRequest>,
     ) -> Result<Response<v1::GetChunksResponse>, Status> {
         let (context, span) = rpc_span("GetChunks", &request);
-        let result = self.get_chunks_of(request.into_inner()).await;
+        let result = match self.auth.authorize(request.metadata()) {
+            Ok(scope) => self.get_chunks_of(request.into_inner(), &scope).await,
+            Err(status) => Err(status),
+        };
         finish(&context, span, result)
     }
 }
@@ -178,6 +205,7 @@ impl QueryServer {
     async fn get_chunks_of(
         &self,
         request: v1::GetChunksRequest,
+        scope: &auth::Scope,
     ) -> Result<v1::GetChunksResponse, Status> {
         let document = DocumentId::parse(&request.document_id).ok_or_else(|| {
             Status::invalid_argument(format!(
@@ -212,6 +240,8 @@ impl QueryServer {
                 .await
                 .map_err(|e| Status::unavailable(e.to_string()))?
         };
+        // Another project's document is answered as one that does not exist.
+        chunks.retain(|c| scope.allows(c));
         chunks.sort_by_key(|c| c.chunk_index);
         let total_chunks = chunks.first().map(|c| c.total_chunks).unwrap_or(0);
         Ok(v1::GetChunksResponse {
@@ -228,6 +258,10 @@ pub struct ServeOptions {
     pub request_timeout: Duration,
     /// Largest request or response message.
     pub max_message_bytes: usize,
+    /// How often the API keys file is checked for changes.
+    pub keys_reload: Duration,
+    /// TLS (and client certificates) of the gRPC port: [`tls::from_config`].
+    pub tls: Option<tonic::transport::ServerTlsConfig>,
 }
 
 impl ServeOptions {
@@ -236,6 +270,8 @@ impl ServeOptions {
         Self {
             request_timeout: Duration::from_secs(config.request_timeout_secs),
             max_message_bytes: config.max_message_bytes,
+            keys_reload: Duration::from_secs(config.api_keys_reload_secs),
+            tls: None,
         }
     }
 }
@@ -266,18 +302,39 @@ pub async fn serve(
         .register_encoded_file_descriptor_set(weft_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
+    // Rotation without restart: the keys file is re-read while serving.
+    let watch = match &server.auth {
+        auth::Auth::Keys(store) => Some(AbortOnDrop(tokio::spawn(
+            store.clone().watch(options.keys_reload),
+        ))),
+        auth::Auth::Open => None,
+    };
     let service = QueryServiceServer::new(server)
         .max_decoding_message_size(options.max_message_bytes)
         .max_encoding_message_size(options.max_message_bytes);
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = &options.tls {
+        builder = builder.tls_config(tls.clone())?;
+    }
+    builder
         .timeout(options.request_timeout)
         .add_service(health_service)
         .add_service(reflection)
         .add_service(service)
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
+    drop(watch);
     Ok(())
+}
+
+/// A task aborted when this is dropped (when `serve` returns or fails).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The server over the stores `[stores]` configures (embedded ones in the
@@ -297,27 +354,40 @@ pub async fn open(
     Ok(QueryServer::new(stack.engine, stack.vectors))
 }
 
-/// The whole service: opens the stores and the model, binds `listen`, serves
-/// until `shutdown`. Returns the bound address through `on_bound` first.
+/// The whole service: sets up authentication and TLS (`[query]`; `auth`
+/// decides when `query.auth` is unset), opens the stores and the model,
+/// binds `listen`, serves until `shutdown`. Returns the bound address
+/// through `on_bound` first.
 pub async fn run(
     config: &WeftConfig,
     locations: &weft_pipeline::Locations,
     listen: &str,
+    auth: auth::AuthDefault,
     on_bound: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ServiceError> {
-    let server = open(config, locations).await?;
+    // Settings first: a missing keys file or certificate fails before the
+    // stores and the model are opened.
+    let auth = auth::from_config(&config.query, listen, auth)?;
+    let mut options = ServeOptions::from_config(&config.query);
+    options.tls = tls::from_config(&config.query)?;
+    if options.tls.is_none()
+        && matches!(auth, auth::Auth::Keys(_))
+        && !listen
+            .parse::<SocketAddr>()
+            .is_ok_and(|a| a.ip().is_loopback())
+    {
+        tracing::warn!(
+            listen,
+            "API keys travel in clear text: set query.tls_cert_file and query.tls_key_file, or terminate TLS in front of the service"
+        );
+    }
+    let server = open(config, locations).await?.with_auth(auth);
     let listener = bind(listen).await?;
     let addr = listener.local_addr().map_err(|source| ServiceError::Bind {
         addr: listen.to_owned(),
         source,
     })?;
     on_bound(addr);
-    serve(
-        server,
-        listener,
-        &ServeOptions::from_config(&config.query),
-        shutdown,
-    )
-    .await
+    serve(server, listener, &options, shutdown).await
 }

@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 /// weft's gRPC query service (weft.v1.QueryService, with grpc.health.v1 and
-/// reflection) over the stores `[stores]` configures. Settings: defaults,
-/// then the config file, then WEFT__… variables.
+/// reflection) over the stores `[stores]` configures. Callers need an API
+/// key from query.api_keys_file (make one with `weft keys new`) unless
+/// query.auth = "none". Settings: defaults, then the config file, then
+/// WEFT__… variables.
 #[derive(Debug, Parser)]
 #[command(name = "weft-query", version)]
 struct Args {
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
                 &service.config,
                 &locations,
                 &listen,
+                weft_server::auth::AuthDefault::Required,
                 |addr| {
                     // One line on stdout, for scripts and tests that started us on port 0.
                     println!("listening on {addr}");

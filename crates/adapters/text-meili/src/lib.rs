@@ -212,6 +212,50 @@ impl MeiliTextIndex {
         Ok(this)
     }
 
+    /// Opens the existing index `uid` for searching only, with a key that
+    /// may only search (Meilisearch's `search` action): nothing is created
+    /// or changed. One empty search checks that the index exists and that
+    /// the key may search it. Writing through it fails with Meilisearch's
+    /// refusal.
+    pub async fn open_for_search(
+        url: &str,
+        search_key: Option<String>,
+        uid: &str,
+    ) -> Result<Self, MeiliIndexError> {
+        let request = |what, e: meilisearch_sdk::errors::Error| MeiliIndexError::Request {
+            what,
+            index: uid.to_owned(),
+            message: format!("{e} ({url})"),
+        };
+        let client = Client::new(url, search_key).map_err(|e| request("connect", e))?;
+        let this = Self {
+            index: client.index(uid),
+            client,
+        };
+        let probe = this
+            .index
+            .search()
+            .with_query("")
+            .with_limit(0)
+            .execute::<serde_json::Value>()
+            .await;
+        match probe {
+            Ok(_) => Ok(this),
+            Err(meilisearch_sdk::errors::Error::Meilisearch(e))
+                if e.error_code == meilisearch_sdk::errors::ErrorCode::IndexNotFound =>
+            {
+                Err(MeiliIndexError::Request {
+                    what: "open index for search",
+                    index: uid.to_owned(),
+                    message: format!(
+                        "it does not exist ({url}); the query side's search-only key cannot create it: index something first"
+                    ),
+                })
+            }
+            Err(e) => Err(request("open index for search", e)),
+        }
+    }
+
     /// The index's uid.
     pub fn uid(&self) -> &str {
         &self.index.uid
