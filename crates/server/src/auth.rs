@@ -296,7 +296,7 @@ impl Scope {
         }
         if let Some(allowed) = &self.content_types {
             if filter.content_types.is_empty() {
-                filter.content_types = allowed.iter().copied().collect();
+                filter.content_types = allowed.to_vec();
             } else if let Some(t) = filter.content_types.iter().find(|t| !allowed.contains(*t)) {
                 return Err(Status::permission_denied(format!(
                     "this API key may not read content type {t}"

@@ -91,11 +91,13 @@ async fn serve(entries: &[KeyEntry], query: weft_config::QueryServiceConfig) -> 
     let keys_dir = tempfile::tempdir().unwrap();
     let keys_path = keys_dir.path().join("keys.toml");
     write_keys(&keys_path, entries);
-    let mut config = weft_config::WeftConfig::default();
-    config.query = weft_config::QueryServiceConfig {
-        api_keys_file: Some(keys_path.clone()),
-        api_keys_reload_secs: 1,
-        ..query
+    let config = weft_config::WeftConfig {
+        query: weft_config::QueryServiceConfig {
+            api_keys_file: Some(keys_path.clone()),
+            api_keys_reload_secs: 1,
+            ..query
+        },
+        ..Default::default()
     };
     let locations =
         weft_pipeline::Locations::resolve(&config, Some(data.path().to_owned()), Some(model_dir()));
@@ -717,7 +719,7 @@ async fn tls_with_client_certificates_and_keys() {
     let (stranger_cert, stranger_key) = stranger_pki.issue("stranger", true);
     let key = auth::mint("tls-client", vec!["alpha".into()], vec![]).unwrap();
     let fixture = serve(
-        &[key.entry.clone()],
+        std::slice::from_ref(&key.entry),
         weft_config::QueryServiceConfig {
             tls_cert_file: Some(file("server.pem", &server_cert)),
             tls_key_file: Some(file("server.key", &server_key)),
