@@ -3,13 +3,8 @@
 
 use weft_chunking::{Chunker, ChunkingConfig};
 
-/// Peak resident memory of this process, in MiB (Linux).
-fn peak_rss_mib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024)
-}
+mod common;
+use common::peak_rss_mib;
 
 #[test]
 fn fifty_megabytes_of_code_and_markdown() {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use weft_chunking::{Chunker, ChunkingConfig};
 
 mod common;
-use common::NAMES;
+use common::{NAMES, peak_rss_mib};
 
 /// One file name per way of cutting (tree-sitter code, TypeScript, markdown,
 /// reST, AsciiDoc, HTML, text, line windows); `WEFT_HUGE_LINE_ALL=1` tries
@@ -15,14 +15,6 @@ use common::NAMES;
 const KINDS: &[&str] = &[
     "A.java", "a.ts", "a.py", "a.md", "a.rst", "a.adoc", "a.html", "a.txt", "a.weird",
 ];
-
-/// Peak resident memory of this process, in MiB (Linux).
-fn peak_rss_mib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024)
-}
 
 #[test]
 fn one_fifty_megabyte_line() {

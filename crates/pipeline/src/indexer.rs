@@ -341,23 +341,4 @@ impl Indexer {
         }
         Ok(())
     }
-
-    /// Removes every chunk and record of `project`.
-    pub async fn drop_project(&self, project: &str) -> Result<(), IndexError> {
-        self.stores.vectors.delete_project(project).await?;
-        self.stores.text.delete_project(project).await?;
-        self.stores.vectors.commit().await?;
-        self.stores.text.commit().await?;
-        let ids: Vec<_> = self
-            .stores
-            .catalog
-            .documents(Some(project))
-            .await?
-            .into_iter()
-            .map(|r| r.document_id)
-            .collect();
-        self.stores.catalog.remove_documents(&ids).await?;
-        self.stores.catalog.remove_project(project).await?;
-        Ok(())
-    }
 }

@@ -141,6 +141,16 @@ impl EdgeVectorIndex {
                     found,
                 });
             }
+            // A shard made before vectors were looked up by embedding key
+            // gets that payload index once, so lookups never scan.
+            let keyed = shard
+                .info()
+                .payload_schema
+                .keys()
+                .any(|k| k.to_string() == EMBEDDING_KEY);
+            if !keyed {
+                create_payload_index(&shard, EMBEDDING_KEY, embedding_key_schema())?;
+            }
             return Ok(Self {
                 shard: Arc::new(shard),
                 dimension,
@@ -177,28 +187,13 @@ impl EdgeVectorIndex {
                 PATH_SCOPES,
                 json!({"type": "keyword", "enable_hnsw": false}),
             ),
-            (
-                EMBEDDING_KEY,
-                json!({"type": "keyword", "enable_hnsw": false}),
-            ),
+            (EMBEDDING_KEY, embedding_key_schema()),
             (
                 "chunk_index",
                 json!({"type": "integer", "lookup": true, "range": true, "enable_hnsw": false}),
             ),
         ] {
-            let field_name = field
-                .try_into()
-                .map_err(|()| op(format!("invalid payload field name {field}")))?;
-            let field_schema: PayloadFieldSchema = serde_json::from_value(schema)
-                .map_err(|e| op(format!("payload index schema of {field}: {e}")))?;
-            shard
-                .update(UpdateOperation::FieldIndexOperation(
-                    FieldIndexOperations::CreateIndex(qdrant_edge::CreateIndex {
-                        field_name,
-                        field_schema: Some(field_schema),
-                    }),
-                ))
-                .map_err(op)?;
+            create_payload_index(&shard, field, schema)?;
         }
         Ok(Self {
             shard: Arc::new(shard),
@@ -461,6 +456,32 @@ impl EdgeVectorIndex {
         self.shard.flush();
         Ok(())
     }
+}
+
+fn embedding_key_schema() -> Value {
+    json!({"type": "keyword", "enable_hnsw": false})
+}
+
+/// Creates the payload index of `field` described by `schema` (Qdrant's
+/// JSON form).
+fn create_payload_index(
+    shard: &EdgeShard,
+    field: &str,
+    schema: Value,
+) -> Result<(), VectorIndexError> {
+    let field_name = field
+        .try_into()
+        .map_err(|()| op(format!("invalid payload field name {field}")))?;
+    let field_schema: PayloadFieldSchema = serde_json::from_value(schema)
+        .map_err(|e| op(format!("payload index schema of {field}: {e}")))?;
+    shard
+        .update(UpdateOperation::FieldIndexOperation(
+            FieldIndexOperations::CreateIndex(qdrant_edge::CreateIndex {
+                field_name,
+                field_schema: Some(field_schema),
+            }),
+        ))
+        .map_err(op)
 }
 
 /// The filter of a [`SearchFilter`] in Qdrant's JSON filter language.

@@ -179,3 +179,12 @@ pub fn chunkers() -> Vec<Chunker> {
         Chunker::new(tiny).unwrap(),
     ]
 }
+
+/// Peak resident memory of this process, in MiB (Linux): the huge-input
+/// tests run in their own binaries so that it is theirs alone.
+pub fn peak_rss_mib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
+}
