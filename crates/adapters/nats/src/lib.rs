@@ -210,10 +210,14 @@ impl Jet {
             },
         ] {
             let name = config.name.clone();
-            self.js
-                .get_or_create_stream(config)
-                .await
-                .map_err(|e| NatsError::js(format!("create stream {name}"), e))?;
+            if let Err(e) = self.js.get_or_create_stream(config).await {
+                // Services starting together race to create the streams;
+                // the loser is told "subjects overlap" or "name in use".
+                // What matters is that the stream exists now.
+                if self.js.get_stream(&name).await.is_err() {
+                    return Err(NatsError::js(format!("create stream {name}"), e));
+                }
+            }
         }
         Ok(())
     }

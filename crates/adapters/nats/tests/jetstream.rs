@@ -24,6 +24,21 @@ fn record(project: &str, uri: &str, hash: &str) -> DocumentRecord {
     }
 }
 
+/// Services started together race to create the streams: every one of
+/// them connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_starting_together_all_connect() {
+    let server = NatsServer::start();
+    let config = server.config();
+    let connects = (0..8).map(|_| {
+        let config = config.clone();
+        tokio::spawn(async move { Jet::connect(&config).await.map(|_| ()) })
+    });
+    for joined in futures::future::join_all(connects).await {
+        joined.unwrap().unwrap();
+    }
+}
+
 #[tokio::test]
 async fn the_catalog_bucket_is_a_catalog() {
     let server = NatsServer::start();
