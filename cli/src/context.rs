@@ -65,6 +65,27 @@ impl Context {
             .map_err(|e| self.hint(e, true))
     }
 
+    /// The live generation of the data directory, for a long-running
+    /// reader (`weft mcp`): the model is loaded now.
+    pub async fn open_live(&self) -> anyhow::Result<wiring::LiveQuery> {
+        wiring::LiveQuery::open(
+            &self.config,
+            &self.locations,
+            QueryEmbedder::Needed,
+            wiring::LiveSource::DataDir,
+        )
+        .await
+        .map_err(|e| self.hint(e, true))
+    }
+
+    /// An index run's error, with what to do on the command line.
+    pub fn run_hint(&self, error: weft_pipeline::RunError) -> anyhow::Error {
+        match error {
+            weft_pipeline::RunError::Wiring(e) => self.hint(e, false),
+            other => other.into(),
+        }
+    }
+
     /// Adds what to do on the command line to an error of the wiring.
     fn hint(&self, error: WiringError, searching: bool) -> anyhow::Error {
         let hint = match &error {

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use weft_pipeline::sources::SourceSpec;
-use weft_pipeline::{IndexOptions, IndexSummary, Indexer};
+use weft_pipeline::{GenerationOutcome, IndexSummary, RunOptions, RunSource, index_sources};
 
 use crate::context::{Context, StoreArgs};
 
@@ -26,8 +26,10 @@ pub struct IndexArgs {
     #[arg(long)]
     pub project: Option<String>,
 
-    /// Chunk and write every document again, changed or not. The project
-    /// stays searchable meanwhile; texts embedded before keep their vectors.
+    /// Chunk and write every document again, changed or not, into a new
+    /// index generation switched to when complete: searches meanwhile read
+    /// the old one; texts embedded before keep their vectors. With another
+    /// embedding model than the index's, every project is indexed again.
     #[arg(long)]
     pub reindex: bool,
 
@@ -53,38 +55,62 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
     let ctx = Context::load(config_file, &args.store)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let (stores, embedder) = ctx.open_for_indexing().await?;
-        let indexer = Indexer::new(stores, embedder, &ctx.config, ctx.data_dir().sources_dir())?;
-        let mut summaries = Vec::new();
-        let mut failed = Vec::new();
-        for spec in &specs {
-            let options = IndexOptions {
+        let sources = specs
+            .into_iter()
+            .map(|spec| RunSource {
+                spec,
                 project: args.project.clone(),
-                reindex: args.reindex,
-                progress: progress_bar(),
-            };
-            match indexer.index(spec, &options).await {
-                Ok(summary) => {
-                    if !args.json {
-                        print_summary(&summary, &ctx.locations.data_dir)?;
-                    }
-                    summaries.push(summary);
+            })
+            .collect();
+        let data_dir = ctx.locations.data_dir.clone();
+        let json = args.json;
+        let outcome = index_sources(
+            &ctx.config,
+            &ctx.locations,
+            sources,
+            RunOptions {
+                rebuild: args.reindex,
+            },
+            &progress_bar,
+            || {
+                eprintln!(
+                    "weft: another weft index is writing {}; waiting for it to finish",
+                    data_dir.display()
+                )
+            },
+            &mut |summary| {
+                if !json && let Err(e) = print_summary(summary, &data_dir) {
+                    tracing::warn!("cannot print the summary: {e}");
                 }
-                Err(e) => {
-                    options.progress.finish_and_clear();
-                    let error = format!("{:#}", anyhow::Error::from(e));
-                    eprintln!("weft: {}: {error}", spec.display());
-                    failed.push(serde_json::json!({"source": spec.display(), "error": error}));
-                }
-            }
-        }
+            },
+        )
+        .await
+        .map_err(|e| ctx.run_hint(e))?;
+        let failed: Vec<serde_json::Value> = outcome
+            .failed
+            .iter()
+            .map(|(source, e)| {
+                let error = error_chain(e);
+                serde_json::json!({"source": source, "error": error})
+            })
+            .collect();
         if args.json {
             let out = serde_json::json!({
                 "data_dir": ctx.locations.data_dir,
-                "runs": summaries,
+                "runs": outcome.summaries,
                 "failed": failed,
+                "generation": outcome.generation,
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
+        } else {
+            for f in &failed {
+                eprintln!(
+                    "weft: {}: {}",
+                    f["source"].as_str().unwrap_or_default(),
+                    f["error"].as_str().unwrap_or_default()
+                );
+            }
+            print_generation(&outcome.generation);
         }
         Ok(if failed.is_empty() {
             ExitCode::SUCCESS
@@ -92,6 +118,37 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
             ExitCode::FAILURE
         })
     })
+}
+
+/// An error and its causes on one line, as `{:#}` prints an anyhow error.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
+}
+
+fn print_generation(g: &GenerationOutcome) {
+    if g.switched {
+        let from = match g.previous {
+            Some(p) => format!(" (was {p})"),
+            None => String::new(),
+        };
+        println!(
+            "index generation {} is live{from}",
+            g.live.map(|n| n.to_string()).unwrap_or_default()
+        );
+    }
+    if !g.collected.still_read.is_empty() {
+        println!(
+            "  generation(s) {:?} are still read by another process and are removed by a later run",
+            g.collected.still_read
+        );
+    }
 }
 
 pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {

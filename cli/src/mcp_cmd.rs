@@ -9,11 +9,13 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use async_trait::async_trait;
 use clap::Args;
-use weft_core::ports::Embedder;
-use weft_core::query::QueryEngine;
-use weft_mcp::{Backend, EmbeddedBackend, GrpcBackend, IndexRunner, McpOptions, WeftMcp};
+use weft_mcp::{
+    Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, IndexRunner, McpOptions,
+    PartsProvider, WeftMcp,
+};
 use weft_pipeline::sources::SourceSpec;
-use weft_pipeline::{IndexOptions, Indexer, Stores};
+use weft_pipeline::wiring::LiveQuery;
+use weft_pipeline::{RunOptions, RunSource};
 
 use crate::context::{Context, StoreArgs};
 
@@ -62,49 +64,45 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
     }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let (backend, indexer): (Arc<dyn Backend>, Option<Arc<dyn IndexRunner>>) = match &args
-            .query_url
-        {
-            Some(url) => {
-                if args.allow_index {
-                    bail!(
-                        "--allow-index indexes into the local data directory; \
+        let (backend, indexer): (Arc<dyn Backend>, Option<Arc<dyn IndexRunner>>) =
+            match &args.query_url {
+                Some(url) => {
+                    if args.allow_index {
+                        bail!(
+                            "--allow-index indexes into the local data directory; \
                              it cannot be combined with --query-url"
-                    );
+                        );
+                    }
+                    let mut backend = GrpcBackend::connect(url).await?;
+                    // The key comes from the environment, never a flag: a flag's
+                    // value shows in `ps` and shell history.
+                    if let Some(key) = std::env::var(API_KEY_ENV).ok().filter(|k| !k.is_empty()) {
+                        backend = backend.with_bearer_token(&key)?;
+                    }
+                    (Arc::new(backend), None)
                 }
-                let mut backend = GrpcBackend::connect(url).await?;
-                // The key comes from the environment, never a flag: a flag's
-                // value shows in `ps` and shell history.
-                if let Some(key) = std::env::var(API_KEY_ENV).ok().filter(|k| !k.is_empty()) {
-                    backend = backend.with_bearer_token(&key)?;
+                None => {
+                    let ctx = Arc::new(Context::load(config_file, &args.store)?);
+                    let live = LocalIndex::default();
+                    match ctx.open_live().await {
+                        Ok(opened) => live.set(opened),
+                        Err(e) if !args.allow_index => return Err(e),
+                        // Nothing indexed yet: the index tool makes the first generation.
+                        Err(e) => tracing::info!("no index yet: {e:#}"),
+                    }
+                    let description = format!("the index in {}", ctx.data_dir().path().display());
+                    let backend = EmbeddedBackend::following(live.provider(&ctx), description);
+                    let indexer = if args.allow_index {
+                        Some(Arc::new(CliIndexer {
+                            ctx: ctx.clone(),
+                            live: live.clone(),
+                        }) as Arc<dyn IndexRunner>)
+                    } else {
+                        None
+                    };
+                    (Arc::new(backend), indexer)
                 }
-                (Arc::new(backend), None)
-            }
-            None => {
-                let ctx = Context::load(config_file, &args.store)?;
-                if !args.allow_index && ctx.data_dir().meta()?.is_none() {
-                    return Err(weft_pipeline::DataDirError::Empty(
-                        ctx.data_dir().path().to_owned(),
-                    )
-                    .into());
-                }
-                let (engine, stores, embedder) = open_engine(&ctx).await?;
-                let backend = EmbeddedBackend::new(
-                    engine,
-                    stores.vectors.clone(),
-                    stores.catalog.clone(),
-                    format!("the index in {}", ctx.data_dir().path().display()),
-                );
-                let indexer = if args.allow_index {
-                    let indexer =
-                        Indexer::new(stores, embedder, &ctx.config, ctx.data_dir().sources_dir())?;
-                    Some(Arc::new(CliIndexer(indexer)) as Arc<dyn IndexRunner>)
-                } else {
-                    None
-                };
-                (Arc::new(backend), indexer)
-            }
-        };
+            };
         tracing::info!(backend = backend.describe(), "weft mcp");
         let server = WeftMcp::new(
             backend,
@@ -136,24 +134,67 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
     })
 }
 
-/// The query engine over the local data directory, with its stores and
-/// embedder (the model loads on first use): the one place `weft mcp` builds
-/// an engine.
-async fn open_engine(
-    ctx: &Context,
-) -> anyhow::Result<(Arc<QueryEngine>, Stores, Arc<dyn Embedder>)> {
-    let (stores, embedder) = ctx.open_for_indexing().await?;
-    let engine = weft_pipeline::wiring::query_engine(
-        &ctx.config,
-        stores.vectors.clone(),
-        stores.text.clone(),
-        Some(embedder.clone()),
-    )?;
-    Ok((Arc::new(engine), stores, embedder))
+/// The local index's live generation, once there is one, followed.
+#[derive(Clone, Default)]
+struct LocalIndex {
+    live: Arc<std::sync::RwLock<Option<(LiveQuery, Arc<tokio::task::JoinHandle<()>>)>>>,
 }
 
-/// The `index` tool: the pipeline's indexer over the same stores.
-struct CliIndexer(Indexer);
+impl LocalIndex {
+    fn set(&self, live: LiveQuery) {
+        let follow = Arc::new(live.follow(weft_server::FOLLOW_EVERY));
+        *self.live.write().unwrap_or_else(|p| p.into_inner()) = Some((live, follow));
+    }
+
+    fn get(&self) -> Option<LiveQuery> {
+        self.live
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|(live, _)| live.clone())
+    }
+
+    /// The parts of the live generation, for each call.
+    fn provider(&self, ctx: &Context) -> PartsProvider {
+        let this = self.clone();
+        let dir = ctx.data_dir().path().to_owned();
+        Arc::new(move || {
+            let live = this.get().ok_or_else(|| {
+                BackendError::Unsupported(format!(
+                    "nothing is indexed in {} yet: call the index tool first",
+                    dir.display()
+                ))
+            })?;
+            let stack = live.current();
+            let catalog = stack.catalog.clone().ok_or_else(|| {
+                BackendError::Unsupported("the index has no catalog in the data directory".into())
+            })?;
+            Ok(EmbeddedParts {
+                engine: stack.engine.clone(),
+                vectors: stack.vectors.clone(),
+                catalog,
+                keep: Some(stack),
+            })
+        })
+    }
+}
+
+impl Drop for LocalIndex {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.live) == 1
+            && let Some((_, follow)) = self.live.read().unwrap_or_else(|p| p.into_inner()).as_ref()
+        {
+            follow.abort();
+        }
+    }
+}
+
+/// The `index` tool: the same index run as `weft index` (a new generation,
+/// switched to when complete), then the new generation is read at once.
+struct CliIndexer {
+    ctx: Arc<Context>,
+    live: LocalIndex,
+}
 
 #[async_trait]
 impl IndexRunner for CliIndexer {
@@ -164,12 +205,32 @@ impl IndexRunner for CliIndexer {
         reindex: bool,
     ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>> {
         let spec = SourceSpec::parse(source)?;
-        let options = IndexOptions {
-            project: project.map(str::to_owned),
-            reindex,
-            ..Default::default()
-        };
-        let summary = self.0.index(&spec, &options).await?;
-        Ok(serde_json::to_value(summary)?)
+        let outcome = weft_pipeline::index_sources(
+            &self.ctx.config,
+            &self.ctx.locations,
+            vec![RunSource {
+                spec,
+                project: project.map(str::to_owned),
+            }],
+            RunOptions { rebuild: reindex },
+            &indicatif::ProgressBar::hidden,
+            || tracing::info!("waiting for another weft index on the data directory"),
+            &mut |_| {},
+        )
+        .await?;
+        if let Some((_, e)) = outcome.failed.into_iter().next() {
+            return Err(e.into());
+        }
+        match self.live.get() {
+            Some(live) => {
+                live.refresh().await?;
+            }
+            None => self.live.set(self.ctx.open_live().await?),
+        }
+        let summary = outcome.summaries.into_iter().next();
+        Ok(serde_json::json!({
+            "summary": summary,
+            "generation": outcome.generation,
+        }))
     }
 }

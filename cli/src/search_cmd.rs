@@ -8,7 +8,6 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::{Value, json};
 use weft_core::ContentType;
-use weft_core::ports::Catalog as _;
 use weft_core::query::{SearchMode, SearchRequest, SearchResponse};
 use weft_core::retrieval::SearchFilter;
 use weft_pipeline::wiring::QueryEmbedder;
@@ -103,7 +102,7 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         _ => QueryEmbedder::Needed,
     };
     let stack = runtime.block_on(ctx.open_query(need))?;
-    let engine = stack.engine;
+    let engine = stack.engine.clone();
     let request = SearchRequest {
         query: args.query.clone(),
         filter: SearchFilter {
@@ -120,9 +119,12 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
     };
     let response = runtime.block_on(engine.search(&request))?;
     if let Some(max_tokens) = args.max_tokens {
-        // Citations carry each project's indexed commit, from the catalog.
-        let catalog = ctx.data_dir().open_catalog()?;
-        let revisions = runtime.block_on(catalog.revisions())?;
+        // Citations carry each project's indexed commit, from the catalog
+        // of the generation searched.
+        let revisions = match &stack.catalog {
+            Some(catalog) => runtime.block_on(catalog.revisions())?,
+            None => Default::default(),
+        };
         return print_pack(args, max_tokens, &response, &revisions);
     }
     if args.json {

@@ -35,6 +35,8 @@ pub fn run(config_file: Option<&std::path::Path>, args: &ServeArgs) -> anyhow::R
             // On loopback without a keys file: open (a laptop); elsewhere
             // keys or an explicit query.auth = "none".
             weft_server::auth::AuthDefault::OpenOnLoopback,
+            // `weft index` switches generations in the data directory.
+            async { Ok(weft_pipeline::wiring::LiveSource::DataDir) },
             |addr| {
                 println!("listening on {addr}");
                 eprintln!(

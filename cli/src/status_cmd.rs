@@ -28,7 +28,11 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
     let ctx = Context::load(config_file, &args.store)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let stores = runtime.block_on(ctx.open_query(QueryEmbedder::NotNeeded))?;
-    let catalog: Box<dyn Catalog> = Box::new(ctx.data_dir().open_catalog()?);
+    let catalog: std::sync::Arc<dyn Catalog> = match &stores.catalog {
+        Some(catalog) => catalog.clone(),
+        None => std::sync::Arc::new(ctx.data_dir().open_catalog()?),
+    };
+    let generations = ctx.data_dir().generations()?;
     let (projects, documents, vector_chunks, text_chunks) = runtime.block_on(async {
         anyhow::Ok((
             catalog.projects().await?,
@@ -54,6 +58,8 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
     let model_present = ctx.locations.model_dir.join("model.safetensors").exists();
     let out = json!({
         "data_dir": ctx.locations.data_dir,
+        "generation": stores.generation,
+        "generations": generations.generations,
         "stores": stores.description,
         "model": stores.model,
         "dimension": stores.dimension,
@@ -76,6 +82,22 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
         disk_bytes as f64 / 1048576.0
     )?;
     writeln!(o, "stores          {}", stores.description)?;
+    let others: Vec<String> = generations
+        .generations
+        .iter()
+        .filter(|g| g.number != stores.generation)
+        .map(|g| format!("{} {}", g.number, g.state))
+        .collect();
+    writeln!(
+        o,
+        "generation      {}{}",
+        stores.generation,
+        if others.is_empty() {
+            String::new()
+        } else {
+            format!(" (also: {})", others.join(", "))
+        }
+    )?;
     writeln!(
         o,
         "model           {} ({} dimensions){}",

@@ -170,6 +170,17 @@ fn a_missing_model_names_the_command_that_fetches_it() {
     assert!(err.contains("no-model-here"), "{err}");
 }
 
+/// The directory of the data directory's live index generation.
+fn live_generation(data: &Path) -> std::path::PathBuf {
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(data.join("generations.json")).unwrap()).unwrap();
+    match record["live"].as_u64() {
+        Some(0) => data.to_owned(),
+        Some(n) => data.join("generations").join(format!("g{n}")),
+        None => panic!("no live generation: {record:#}"),
+    }
+}
+
 #[test]
 fn searching_before_indexing_and_a_corrupt_data_dir_are_explained() {
     let tree = tree();
@@ -182,7 +193,8 @@ fn searching_before_indexing_and_a_corrupt_data_dir_are_explained() {
     // answers; indexing and status do, and their errors name the file.
     let root = tree.path().to_str().unwrap();
     json(&weft(&["index", root, "--json"], data.path(), tree.path()));
-    std::fs::write(data.path().join("catalog.redb"), b"this is not a database").unwrap();
+    let live = live_generation(data.path());
+    std::fs::write(live.join("catalog.redb"), b"this is not a database").unwrap();
     let out = weft(&["search", "log rotation"], data.path(), tree.path());
     assert!(out.status.success(), "{}", stderr(&out));
     for command in [&["index", root][..], &["status"][..]] {
@@ -192,7 +204,7 @@ fn searching_before_indexing_and_a_corrupt_data_dir_are_explained() {
     }
 
     // A broken marker file is named too.
-    std::fs::write(data.path().join("weft-data.json"), b"{").unwrap();
+    std::fs::write(live.join("weft-data.json"), b"{").unwrap();
     let out = weft(&["status"], data.path(), tree.path());
     assert!(!out.status.success());
     assert!(stderr(&out).contains("weft-data.json"), "{}", stderr(&out));
@@ -244,7 +256,8 @@ fn an_embedding_api_is_used_when_configured() {
     let out = json(&with_api(&["index", root, "--json"], &server.url()));
     assert_eq!(out["runs"][0]["documents_indexed"], 2, "{out:#}");
     let meta: Value = serde_json::from_slice(
-        &std::fs::read(data.path().join("weft-data.json")).expect("weft-data.json"),
+        &std::fs::read(live_generation(data.path()).join("weft-data.json"))
+            .expect("weft-data.json"),
     )
     .unwrap();
     assert_eq!(meta["model"], "http:multilingual-e5-small", "{meta:#}");

@@ -165,7 +165,7 @@ async fn crawl_chunk_embed_query_with_crashes_changes_and_poison() {
     let mut embedder = Service::start("embedder", "weft-embedder", &[], &embedder_env, logs.path());
 
     // A poison message: not a document at all.
-    let poison_subject = weft_nats::docs_subject(PROJECT, "00000000000000aa");
+    let poison_subject = weft_nats::docs_subject(0, PROJECT, "00000000000000aa");
     jet.publish(
         poison_subject.clone(),
         Default::default(),

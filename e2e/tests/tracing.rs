@@ -142,7 +142,9 @@ async fn a_document_is_one_trace_across_services_and_a_query_continues_its_calle
             root.attributes["weft.uri"]
         );
         assert_eq!(chunked[0].attributes["weft.outcome"], "done");
-        assert!(chunked[0].attributes["messaging.destination.name"].starts_with("weft.docs.ops."));
+        assert!(
+            chunked[0].attributes["messaging.destination.name"].starts_with("weft.docs.g0.ops.")
+        );
         let embedded: Vec<_> = find(&spans, "weft-embedder", "embedder process")
             .into_iter()
             .filter(|s| s.trace_id == root.trace_id && s.parent_span_id == chunked[0].span_id)

@@ -68,6 +68,44 @@ pub struct WeftConfig {
     pub telemetry: TelemetryConfig,
     /// Which vector and text stores hold the index.
     pub stores: StoresConfig,
+    /// Index generations: where the live one is recorded, how long a
+    /// retired one is kept.
+    pub generations: GenerationsConfig,
+}
+
+/// Where the record of the live index generation is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GenerationRegistryKind {
+    /// A NATS key-value entry (`nats.generations_bucket`), shared by the
+    /// distributed services.
+    Nats,
+    /// `generations.json` in the data directory (what `weft index` writes).
+    DataDir,
+}
+
+/// `[generations]`: index generations (DESIGN §6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GenerationsConfig {
+    /// Where `weft-query` reads which generation is live: `nats` (the
+    /// default: the crawler's `--rebuild` switches it there) or `data_dir`
+    /// (an index `weft index` wrote into server stores). `weft serve` and
+    /// `weft mcp` always read the data directory's.
+    pub registry: GenerationRegistryKind,
+    /// Seconds a retired generation of server stores is kept after the
+    /// switch, so queries that started on it finish (and a switch can be
+    /// undone by hand) before `weft-crawler generations gc` removes it.
+    pub grace_secs: u64,
+}
+
+impl Default for GenerationsConfig {
+    fn default() -> Self {
+        Self {
+            registry: GenerationRegistryKind::Nats,
+            grace_secs: 600,
+        }
+    }
 }
 
 /// `[stores]`: where the index lives. `embedded` (the default) keeps the
@@ -162,8 +200,12 @@ pub struct NatsConfig {
     pub chunks_stream: String,
     /// Stream of messages that failed `max_deliver` times, with their error.
     pub dead_letter_stream: String,
-    /// Key-value bucket of the catalog (what is indexed, by content hash).
+    /// Key-value bucket of the catalog (what is indexed, by content hash);
+    /// index generation N > 0 has its own, `<catalog_bucket>_g<N>`.
     pub catalog_bucket: String,
+    /// Key-value bucket of the index generations record (which generation
+    /// is live).
+    pub generations_bucket: String,
     /// Messages a consumer may have unacknowledged at once.
     pub max_ack_pending: i64,
     /// Deliveries of one message before it goes to the dead-letter stream.
@@ -182,6 +224,7 @@ impl Default for NatsConfig {
             chunks_stream: "WEFT_CHUNKS".into(),
             dead_letter_stream: "WEFT_DEAD".into(),
             catalog_bucket: "weft-catalog".into(),
+            generations_bucket: "weft-generations".into(),
             max_ack_pending: 64,
             max_deliver: 5,
             ack_wait_secs: 60,

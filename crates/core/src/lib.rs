@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 mod chunk;
+pub mod generations;
 mod ids;
 pub mod invariants;
 pub mod ports;

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 
+use crate::generations::{GenerationError, Generations};
 use crate::retrieval::{ScoredChunk, SearchFilter};
 use crate::{Chunk, ChunkId, DocumentId, IndexIdentity};
 
@@ -187,6 +188,37 @@ pub trait Catalog: Send + Sync {
             .filter_map(|(name, state)| Some((name, state.revision?)))
             .collect())
     }
+}
+
+/// Why a change of the [`Generations`] record did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The change is not allowed (e.g. a rebuild is already running).
+    #[error(transparent)]
+    Transition(#[from] GenerationError),
+    /// The record could not be read or written.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// A change of the [`Generations`] record: applied to the current record,
+/// perhaps more than once when another writer changed it meanwhile.
+pub type GenerationChange<'a> =
+    dyn Fn(&mut Generations) -> Result<(), GenerationError> + Send + Sync + 'a;
+
+/// Where a deployment's [`Generations`] record lives: the embedded data
+/// directory's `generations.json`, or a NATS key-value entry shared by the
+/// services. Its one atomic write is the switch of the live generation.
+#[async_trait]
+pub trait GenerationRegistry: Send + Sync {
+    /// The record. A deployment that never recorded one reads as its
+    /// unnumbered stores live as generation 0 (or, with nothing indexed at
+    /// all, as no generation).
+    async fn load(&self) -> PortResult<Generations>;
+    /// Applies `change` to the current record and writes it atomically (a
+    /// compare-and-swap: a concurrent writer's change is never lost); the
+    /// record as written.
+    async fn update(&self, change: &GenerationChange<'_>) -> Result<Generations, RegistryError>;
 }
 
 /// Turns texts into unit vectors.

@@ -94,10 +94,30 @@ pub trait Backend: Send + Sync {
 /// The index in this process: the query engine, the vector index it reads
 /// chunks from, and the catalog.
 pub struct EmbeddedBackend {
-    engine: Arc<QueryEngine>,
-    vectors: Arc<dyn VectorIndex>,
-    catalog: Arc<dyn Catalog>,
+    parts: PartsSource,
     description: String,
+}
+
+/// What one call reads: an engine, the vector index its chunks come from
+/// and the catalog, all of one index generation.
+#[derive(Clone)]
+pub struct EmbeddedParts {
+    /// The engine.
+    pub engine: Arc<QueryEngine>,
+    /// The vector index.
+    pub vectors: Arc<dyn VectorIndex>,
+    /// The catalog.
+    pub catalog: Arc<dyn Catalog>,
+    /// Whatever must live while they are used (e.g. a lease on the generation).
+    pub keep: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+/// The parts of the generation live now.
+pub type PartsProvider = Arc<dyn Fn() -> Result<EmbeddedParts, BackendError> + Send + Sync>;
+
+enum PartsSource {
+    Fixed(EmbeddedParts),
+    Live(PartsProvider),
 }
 
 impl EmbeddedBackend {
@@ -110,10 +130,30 @@ impl EmbeddedBackend {
         description: impl Into<String>,
     ) -> Self {
         Self {
-            engine,
-            vectors,
-            catalog,
+            parts: PartsSource::Fixed(EmbeddedParts {
+                engine,
+                vectors,
+                catalog,
+                keep: None,
+            }),
             description: description.into(),
+        }
+    }
+
+    /// A backend asking `provider` for the parts at each call: the live
+    /// index generation's, so a new generation is read as soon as it is
+    /// live, and each call reads one generation.
+    pub fn following(provider: PartsProvider, description: impl Into<String>) -> Self {
+        Self {
+            parts: PartsSource::Live(provider),
+            description: description.into(),
+        }
+    }
+
+    fn parts(&self) -> Result<EmbeddedParts, BackendError> {
+        match &self.parts {
+            PartsSource::Fixed(parts) => Ok(parts.clone()),
+            PartsSource::Live(provider) => provider(),
         }
     }
 }
@@ -125,17 +165,19 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn search(&self, request: &SearchRequest) -> Result<Vec<DocumentResult>, BackendError> {
+        let parts = self.parts()?;
         let request = SearchRequest {
-            rerank: request.rerank && self.engine.has_reranker(),
+            rerank: request.rerank && parts.engine.has_reranker(),
             ..request.clone()
         };
-        Ok(self.engine.search(&request).await?.results)
+        Ok(parts.engine.search(&request).await?.results)
     }
 
     async fn document_chunks(&self, document: &DocumentId) -> Result<Vec<Chunk>, BackendError> {
         // Ids are computed: the first chunk says how many there are, then
         // one call fetches them all.
-        let Some(first) = self
+        let parts = self.parts()?;
+        let Some(first) = parts
             .vectors
             .get(&[ChunkId::new(document, 0)])
             .await?
@@ -149,7 +191,7 @@ impl Backend for EmbeddedBackend {
         let mut chunks = if ids.is_empty() {
             Vec::new()
         } else {
-            self.vectors.get(&ids).await?
+            parts.vectors.get(&ids).await?
         };
         chunks.push(first);
         chunks.sort_by_key(|c| c.chunk_index);
@@ -157,12 +199,13 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn chunk(&self, id: ChunkId) -> Result<Option<Chunk>, BackendError> {
-        Ok(self.vectors.get(&[id]).await?.into_iter().next())
+        Ok(self.parts()?.vectors.get(&[id]).await?.into_iter().next())
     }
 
     async fn projects(&self) -> Result<Vec<ProjectInfo>, BackendError> {
-        let projects = self.catalog.projects().await?;
-        let documents = self.catalog.documents(None).await?;
+        let parts = self.parts()?;
+        let projects = parts.catalog.projects().await?;
+        let documents = parts.catalog.documents(None).await?;
         let mut counts: HashMap<&str, (usize, u64)> = HashMap::new();
         for d in &documents {
             let c = counts.entry(d.project.as_str()).or_default();

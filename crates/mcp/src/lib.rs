@@ -36,7 +36,8 @@ use weft_core::retrieval::{
 use weft_core::{ChunkId, ContentType, DocumentId};
 
 pub use backend::{
-    Backend, BackendError, EmbeddedBackend, GrpcBackend, MAX_DOCUMENT_CHUNKS, ProjectInfo, rfc3339,
+    Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, MAX_DOCUMENT_CHUNKS,
+    PartsProvider, ProjectInfo, rfc3339,
 };
 
 /// The largest budget a tool call may ask for.

@@ -38,6 +38,57 @@ pub(crate) fn open_embedded(
     Err(DataDirError::NoVectorIndex)
 }
 
+/// Opens the embedded vector and text indexes of `dir` for searching
+/// only, beside any number of other readers (a generation is read-only
+/// once live). A text index in an older format is
+/// [`DataDirError::OldTextFormat`]: `weft index` rebuilds it.
+#[cfg(feature = "qdrant-edge")]
+pub(crate) fn open_embedded_read_only(
+    dir: &Path,
+    dimension: usize,
+) -> Result<(Arc<dyn VectorIndex>, TantivyTextIndex), DataDirError> {
+    let vectors =
+        weft_vector_edge::EdgeVectorIndex::open_read_only(&dir.join("vectors"), dimension)
+            .map_err(|e| DataDirError::store("vector index", dir, e))?;
+    let text = open_text_read_only(dir)?;
+    Ok((Arc::new(vectors), text))
+}
+
+/// Without qdrant-edge there is no embedded vector index.
+#[cfg(not(feature = "qdrant-edge"))]
+pub(crate) fn open_embedded_read_only(
+    _dir: &Path,
+    _dimension: usize,
+) -> Result<(Arc<dyn VectorIndex>, TantivyTextIndex), DataDirError> {
+    Err(DataDirError::NoVectorIndex)
+}
+
+/// Opens the text index `text/` of `dir` for searching only.
+pub(crate) fn open_text_read_only(dir: &Path) -> Result<TantivyTextIndex, DataDirError> {
+    let text = dir.join("text");
+    match TantivyTextIndex::format_in(&text)
+        .map_err(|e| DataDirError::store("text index", dir, e))?
+    {
+        Some(found) if found != TEXT_FORMAT => Err(DataDirError::OldTextFormat {
+            catalog: dir.join("catalog.redb"),
+            text,
+            found,
+            expected: TEXT_FORMAT,
+        }),
+        _ => TantivyTextIndex::open_read_only(&text)
+            .map_err(|e| DataDirError::store("text index", dir, e)),
+    }
+}
+
+/// Whether the text index of `dir` is in an older format than this weft
+/// reads (a writer rebuilds it when it opens the directory).
+pub(crate) fn text_is_outdated(dir: &Path) -> bool {
+    matches!(
+        TantivyTextIndex::format_in(&dir.join("text")),
+        Ok(Some(found)) if found != TEXT_FORMAT
+    )
+}
+
 #[cfg(feature = "qdrant-edge")]
 fn open_edge(
     dir: &Path,

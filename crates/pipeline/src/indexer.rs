@@ -8,7 +8,7 @@ use serde::Serialize;
 use weft_chunking::Chunker;
 use weft_config::{InvalidSetting, WeftConfig};
 use weft_core::IndexIdentity;
-use weft_core::ports::{Embedder, PortError};
+use weft_core::ports::{Catalog, Embedder, PortError};
 
 use crate::changes::{ChangePlanner, ChangedDocument, Compare, PlanError, PlanOptions};
 use crate::sources::SourceSpec;
@@ -162,11 +162,32 @@ impl IndexSummary {
     }
 }
 
+/// Opens the indexes an [`Indexer`] writes, when it first has something to
+/// write: e.g. copies the live generation's indexes into the one being
+/// built, then opens them.
+pub type OpenIndexes = Box<
+    dyn Fn() -> futures::future::BoxFuture<'static, Result<crate::IndexStores, IndexError>>
+        + Send
+        + Sync,
+>;
+
+/// Where an [`Indexer`] writes.
+enum Target {
+    /// Open stores, written in place.
+    Open(Stores),
+    /// A catalog to plan with, and indexes opened on the first write.
+    OnFirstWrite {
+        catalog: Arc<dyn Catalog>,
+        open: OpenIndexes,
+        opened: tokio::sync::OnceCell<Stores>,
+    },
+}
+
 /// Indexes sources into [`Stores`] with an [`Embedder`]: a
 /// [`ChangePlanner`] says what changed, the [`Chunker`] cuts it, an
 /// [`IndexWriter`] embeds and writes it.
 pub struct Indexer {
-    stores: Stores,
+    target: Target,
     embedder: Arc<dyn Embedder>,
     chunker: Chunker,
     planner: ChangePlanner,
@@ -182,16 +203,80 @@ impl Indexer {
         config: &WeftConfig,
         sources_dir: impl Into<std::path::PathBuf>,
     ) -> Result<Self, IndexError> {
+        Self::with_target(Target::Open(stores), embedder, config, sources_dir)
+    }
+
+    /// An indexer that plans with `catalog` and opens the indexes with
+    /// `open` only when a run has something to write (a run over unchanged
+    /// sources never calls it); git checkouts go under `sources_dir`.
+    pub fn on_first_write(
+        catalog: Arc<dyn Catalog>,
+        open: OpenIndexes,
+        embedder: Arc<dyn Embedder>,
+        config: &WeftConfig,
+        sources_dir: impl Into<std::path::PathBuf>,
+    ) -> Result<Self, IndexError> {
+        let target = Target::OnFirstWrite {
+            catalog,
+            open,
+            opened: tokio::sync::OnceCell::new(),
+        };
+        Self::with_target(target, embedder, config, sources_dir)
+    }
+
+    fn with_target(
+        target: Target,
+        embedder: Arc<dyn Embedder>,
+        config: &WeftConfig,
+        sources_dir: impl Into<std::path::PathBuf>,
+    ) -> Result<Self, IndexError> {
         let chunker = Chunker::new(config.chunking.clone())?;
         let planner = ChangePlanner::new(&config.sources, &config.crawl, sources_dir)?;
         Ok(Self {
             embedder_tag: crate::embedder_tag(&config.embedding, embedder.model_id()),
             batching: crate::embed_batching(config),
-            stores,
+            target,
             embedder,
             chunker,
             planner,
         })
+    }
+
+    /// The catalog runs are planned with and recorded in.
+    pub fn catalog(&self) -> &Arc<dyn Catalog> {
+        match &self.target {
+            Target::Open(stores) => &stores.catalog,
+            Target::OnFirstWrite { catalog, .. } => catalog,
+        }
+    }
+
+    /// The stores written so far: `None` when indexes are opened on the
+    /// first write and nothing was written yet.
+    pub fn written_stores(&self) -> Option<&Stores> {
+        match &self.target {
+            Target::Open(stores) => Some(stores),
+            Target::OnFirstWrite { opened, .. } => opened.get(),
+        }
+    }
+
+    /// The stores to write, opened now if they are opened on first write
+    /// (e.g. to rebuild an outdated text index even when no document changed).
+    pub async fn stores(&self) -> Result<&Stores, IndexError> {
+        match &self.target {
+            Target::Open(stores) => Ok(stores),
+            Target::OnFirstWrite {
+                catalog,
+                open,
+                opened,
+            } => {
+                opened
+                    .get_or_try_init(|| async {
+                        let indexes = open().await?;
+                        Ok::<_, IndexError>(Stores::new(indexes, catalog.clone()))
+                    })
+                    .await
+            }
+        }
     }
 
     /// What this indexer records per document. A document recorded with
@@ -222,7 +307,7 @@ impl Indexer {
         };
         let mut changes = self
             .planner
-            .plan(&*self.stores.catalog, spec, &project, &plan)
+            .plan(&**self.catalog(), spec, &project, &plan)
             .await?;
         if changes.outdated > 0 {
             tracing::info!(
@@ -245,12 +330,8 @@ impl Indexer {
         progress.set_length(changes.listed() as u64);
         progress.set_position(0);
 
-        let mut writer = IndexWriter::new(
-            self.stores.clone(),
-            self.embedder.clone(),
-            self.embedder_tag.clone(),
-            self.batching,
-        );
+        // Opened with the first batch: a run with nothing to write opens no index.
+        let mut writer: Option<IndexWriter> = None;
         // Reading and chunking run on a blocking thread, a few batches
         // ahead of embedding and writing (a bounded queue), so the model
         // never waits for the disk or the chunker.
@@ -283,8 +364,10 @@ impl Indexer {
         let mut written = Ok(());
         while let Some(mut batch) = ready.recv().await {
             written = self.flush(&mut writer, &mut batch, &mut summary).await;
-            if written.is_ok() && writer.pending_chunks() >= CHECKPOINT_CHUNKS {
-                written = writer.checkpoint().await.map_err(IndexError::from);
+            if let (Ok(()), Some(w)) = (&written, &mut writer)
+                && w.pending_chunks() >= CHECKPOINT_CHUNKS
+            {
+                written = w.checkpoint().await.map_err(IndexError::from);
             }
             if written.is_err() {
                 break;
@@ -306,23 +389,28 @@ impl Indexer {
         summary.skipped.extend(cut.skipped);
         summary.documents_unchanged = changes.unchanged;
         summary.errors.append(&mut changes.errors);
-        let removed: Vec<DocumentUpdate> = changes
+        let mut removed: Vec<DocumentUpdate> = changes
             .removed()
             .iter()
             .map(DocumentUpdate::deletion)
             .collect();
-        let stats = writer.write(&removed).await?;
-        summary.add(stats);
-        writer.checkpoint().await?;
+        self.flush(&mut writer, &mut removed, &mut summary).await?;
+        if let Some(writer) = &mut writer {
+            writer.checkpoint().await?;
+        }
         if summary.chunks_written > 0 || summary.chunks_deleted > 0 {
             // Once per run: building the HNSW graph per checkpoint would
             // revisit every grown segment again and again.
-            self.stores.vectors.optimize().await?;
+            self.stores().await?.vectors.optimize().await?;
         }
-        self.stores
-            .catalog
-            .put_project(&project, &changes.project_state())
-            .await?;
+        // Where indexes open on the first write, a run that wrote nothing
+        // records nothing: its generation is dropped unchanged.
+        if let Some(stores) = self.written_stores() {
+            stores
+                .catalog
+                .put_project(&project, &changes.project_state())
+                .await?;
+        }
         summary.elapsed_ms = started.elapsed().as_millis() as u64;
         progress.finish_and_clear();
         Ok(summary)
@@ -330,13 +418,24 @@ impl Indexer {
 
     async fn flush(
         &self,
-        writer: &mut IndexWriter,
+        writer: &mut Option<IndexWriter>,
         batch: &mut Vec<DocumentUpdate>,
         summary: &mut IndexSummary,
     ) -> Result<(), IndexError> {
         if !batch.is_empty() {
-            let stats = writer.write(batch).await?;
-            summary.add(stats);
+            if writer.is_none() {
+                let stores = self.stores().await?.clone();
+                *writer = Some(IndexWriter::new(
+                    stores,
+                    self.embedder.clone(),
+                    self.embedder_tag.clone(),
+                    self.batching,
+                ));
+            }
+            if let Some(writer) = writer {
+                let stats = writer.write(batch).await?;
+                summary.add(stats);
+            }
             batch.clear();
         }
         Ok(())

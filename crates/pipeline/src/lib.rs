@@ -34,6 +34,8 @@ pub mod changes;
 mod data_dir;
 mod embedded;
 mod embedding;
+pub mod generations;
+mod index_run;
 mod indexer;
 pub mod sources;
 mod stores;
@@ -43,10 +45,16 @@ pub mod writer;
 pub use changes::{
     Change, ChangePlanner, ChangeSet, ChangedDocument, Compare, PlanError, PlanOptions,
 };
-pub use data_dir::{DataDir, DataDirError, DataMeta};
+pub use data_dir::{DataDir, DataDirError, DataMeta, GenerationDir, ReadLease, WriteLock};
 pub use embedding::{EmbedderSetupError, LazyEmbedder, embedder_from_config, embedder_tag};
-pub use indexer::{IndexError, IndexOptions, IndexSummary, Indexer};
-pub use stores::{IndexStores, StoreAccess, Stores, StoresError, open_index_stores};
+pub use index_run::{
+    GenerationOutcome, RunError, RunOptions, RunOutcome, RunSource, index_sources,
+};
+pub use indexer::{IndexError, IndexOptions, IndexSummary, Indexer, OpenIndexes};
+pub use stores::{
+    IndexStores, StoreAccess, Stores, StoresError, open_index_stores, point_live_alias,
+    remove_generation_indexes,
+};
 pub use wiring::{Locations, WiringError, default_data_dir, default_model_dir, embed_batching};
 pub use writer::{DocumentUpdate, IndexWriter, UpdateContent, WriteStats};
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use weft_config::{StoresConfig, TextStoreKind, VectorStoreKind};
 use weft_core::ports::{Catalog, TextIndex, VectorIndex};
 
-use crate::data_dir::{DataDir, DataDirError};
+use crate::data_dir::{DataDirError, GenerationDir};
 
 /// The three stores an index run writes: the vector index, the text index
 /// and the catalog of what they hold.
@@ -82,21 +82,27 @@ pub struct IndexStores {
     pub description: String,
 }
 
-/// Opens the vector and text indexes of `stores` for vectors of
-/// `model_id` and `dimension`. Embedded ones live under `data_dir`, whose
-/// marker must name the same model (or is written, for [`StoreAccess::Write`]
-/// on a new directory); a Qdrant collection must have vectors of
+/// Opens the vector and text indexes of `stores` in `generation` for
+/// vectors of `model_id` and `dimension`. Embedded ones live in the
+/// generation's directory, whose marker must name the same model (or is
+/// written, for [`StoreAccess::Write`] on a new directory); server ones are
+/// the generation's collection and index (the base names for generation 0,
+/// `<name>_g<N>` after); a Qdrant collection must have vectors of
 /// `dimension`. API keys are read from the environment variables the
 /// config names; a named variable that is unset is an error naming it.
 pub async fn open_index_stores(
     stores: &StoresConfig,
-    data_dir: &Path,
+    generation: &GenerationDir,
     model_id: &str,
     dimension: usize,
     access: StoreAccess,
 ) -> Result<IndexStores, StoresError> {
     let embedded = stores.uses_data_dir();
-    let dir = DataDir::new(data_dir);
+    let dir = generation;
+    let data_dir: &Path = generation.path();
+    let collection =
+        weft_core::generations::store_name(&stores.qdrant_collection, generation.number());
+    let meili_index = weft_core::generations::store_name(&stores.meili_index, generation.number());
     if embedded {
         match access {
             StoreAccess::Write => dir.record_model(model_id, dimension)?,
@@ -105,11 +111,15 @@ pub async fn open_index_stores(
     }
     let mut description = Vec::new();
     // Both embedded: opened together, so an outdated text index is rebuilt
-    // from the vector index's chunks.
-    let mut both = match (stores.vector, stores.text) {
-        (VectorStoreKind::Embedded, TextStoreKind::Embedded) => {
+    // from the vector index's chunks; readers open both read-only, so any
+    // number of processes search one generation.
+    let mut both = match (stores.vector, stores.text, access) {
+        (VectorStoreKind::Embedded, TextStoreKind::Embedded, StoreAccess::Write) => {
             Some(crate::embedded::open_embedded(data_dir, dimension)?)
         }
+        (VectorStoreKind::Embedded, TextStoreKind::Embedded, StoreAccess::Read) => Some(
+            crate::embedded::open_embedded_read_only(data_dir, dimension)?,
+        ),
         _ => None,
     };
     let vectors: Arc<dyn VectorIndex> = match stores.vector {
@@ -123,18 +133,11 @@ pub async fn open_index_stores(
         VectorStoreKind::Qdrant => {
             let url = required(&stores.qdrant_url, "stores.qdrant_url")?;
             let key = api_key(&stores.qdrant_api_key_env, "stores.qdrant_api_key_env")?;
-            let index = weft_vector_qdrant::QdrantVectorIndex::connect(
-                url,
-                key,
-                &stores.qdrant_collection,
-                dimension,
-            )
-            .await
-            .map_err(StoresError::Qdrant)?;
-            description.push(format!(
-                "vectors in Qdrant {url} collection {}",
-                stores.qdrant_collection
-            ));
+            let index =
+                weft_vector_qdrant::QdrantVectorIndex::connect(url, key, &collection, dimension)
+                    .await
+                    .map_err(StoresError::Qdrant)?;
+            description.push(format!("vectors in Qdrant {url} collection {collection}"));
             Arc::new(index)
         }
     };
@@ -153,19 +156,15 @@ pub async fn open_index_stores(
             let index = match (access, &stores.meili_search_key_env) {
                 (StoreAccess::Read, Some(_)) => {
                     let key = api_key(&stores.meili_search_key_env, "stores.meili_search_key_env")?;
-                    weft_text_meili::MeiliTextIndex::open_for_search(url, key, &stores.meili_index)
-                        .await
+                    weft_text_meili::MeiliTextIndex::open_for_search(url, key, &meili_index).await
                 }
                 _ => {
                     let key = api_key(&stores.meili_api_key_env, "stores.meili_api_key_env")?;
-                    weft_text_meili::MeiliTextIndex::connect(url, key, &stores.meili_index).await
+                    weft_text_meili::MeiliTextIndex::connect(url, key, &meili_index).await
                 }
             }
             .map_err(StoresError::Meilisearch)?;
-            description.push(format!(
-                "text in Meilisearch {url} index {}",
-                stores.meili_index
-            ));
+            description.push(format!("text in Meilisearch {url} index {meili_index}"));
             Arc::new(index)
         }
     };
@@ -174,6 +173,76 @@ pub async fn open_index_stores(
         text,
         description: description.join(", "),
     })
+}
+
+/// Removes the vector and text indexes of generation `generation` that
+/// `stores` configures: embedded ones in `data`'s generation directory (when
+/// no process reads it), its Qdrant collection and Meilisearch index. Its
+/// catalog goes with the registry that recorded it. What was removed, for
+/// the operator; an index already gone is not an error.
+pub async fn remove_generation_indexes(
+    stores: &StoresConfig,
+    data: &crate::DataDir,
+    generation: u32,
+) -> Result<Vec<String>, StoresError> {
+    let mut removed = Vec::new();
+    if stores.uses_data_dir() {
+        let dir = data.generation(generation);
+        if dir.path().exists() {
+            if dir.remove_if_unread()? {
+                removed.push(format!("{}", dir.path().display()));
+            } else {
+                return Err(StoresError::DataDir(DataDirError::Io {
+                    path: dir.path().to_owned(),
+                    source: std::io::Error::other("a process still reads this generation"),
+                }));
+            }
+        }
+    }
+    if stores.vector == VectorStoreKind::Qdrant {
+        let url = required(&stores.qdrant_url, "stores.qdrant_url")?;
+        let key = api_key(&stores.qdrant_api_key_env, "stores.qdrant_api_key_env")?;
+        let name = weft_core::generations::store_name(&stores.qdrant_collection, generation);
+        if weft_vector_qdrant::QdrantVectorIndex::drop_collection(url, key, &name)
+            .await
+            .map_err(StoresError::Qdrant)?
+        {
+            removed.push(format!("Qdrant collection {name}"));
+        }
+    }
+    if stores.text == TextStoreKind::Meilisearch {
+        let url = required(&stores.meili_url, "stores.meili_url")?;
+        let key = api_key(&stores.meili_api_key_env, "stores.meili_api_key_env")?;
+        let name = weft_core::generations::store_name(&stores.meili_index, generation);
+        if weft_text_meili::MeiliTextIndex::drop_index(url, key, &name)
+            .await
+            .map_err(StoresError::Meilisearch)?
+        {
+            removed.push(format!("Meilisearch index {name}"));
+        }
+    }
+    Ok(removed)
+}
+
+/// Points the Qdrant alias named `stores.qdrant_collection` at generation
+/// `generation`'s collection, in one atomic call, for readers outside weft
+/// that address the live collection by name (weft's own query services
+/// follow the generations record). `None` without Qdrant; `Some(false)`
+/// while a collection holds that name itself (generation 0, until removed).
+pub async fn point_live_alias(
+    stores: &StoresConfig,
+    generation: u32,
+) -> Result<Option<bool>, StoresError> {
+    if stores.vector != VectorStoreKind::Qdrant || generation == 0 {
+        return Ok(None);
+    }
+    let url = required(&stores.qdrant_url, "stores.qdrant_url")?;
+    let key = api_key(&stores.qdrant_api_key_env, "stores.qdrant_api_key_env")?;
+    let name = weft_core::generations::store_name(&stores.qdrant_collection, generation);
+    weft_vector_qdrant::QdrantVectorIndex::point_alias(url, key, &stores.qdrant_collection, &name)
+        .await
+        .map(Some)
+        .map_err(StoresError::Qdrant)
 }
 
 fn required<'a>(value: &'a Option<String>, key: &'static str) -> Result<&'a str, StoresError> {
@@ -199,31 +268,56 @@ fn api_key(env_name: &Option<String>, key: &'static str) -> Result<Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DataDir;
 
     #[tokio::test]
     async fn embedded_stores_check_the_model_of_the_data_directory() {
         let dir = tempfile::tempdir().unwrap();
         let stores = StoresConfig::default();
-        let err = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Read)
-            .await
-            .err()
-            .expect("nothing indexed yet");
+        let err = open_index_stores(
+            &stores,
+            &DataDir::new(dir.path()).generation(0),
+            "m",
+            8,
+            StoreAccess::Read,
+        )
+        .await
+        .err()
+        .expect("nothing indexed yet");
         assert!(
             matches!(err, StoresError::DataDir(DataDirError::Empty(_))),
             "{err}"
         );
-        let opened = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
-            .await
-            .expect("created");
+        let opened = open_index_stores(
+            &stores,
+            &DataDir::new(dir.path()).generation(0),
+            "m",
+            8,
+            StoreAccess::Write,
+        )
+        .await
+        .expect("created");
         assert!(opened.description.contains("embedded"));
         drop(opened);
-        open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Read)
-            .await
-            .expect("now it opens for reading");
-        let err = open_index_stores(&stores, dir.path(), "other", 8, StoreAccess::Read)
-            .await
-            .err()
-            .expect("another model");
+        open_index_stores(
+            &stores,
+            &DataDir::new(dir.path()).generation(0),
+            "m",
+            8,
+            StoreAccess::Read,
+        )
+        .await
+        .expect("now it opens for reading");
+        let err = open_index_stores(
+            &stores,
+            &DataDir::new(dir.path()).generation(0),
+            "other",
+            8,
+            StoreAccess::Read,
+        )
+        .await
+        .err()
+        .expect("another model");
         assert!(
             matches!(
                 err,
@@ -242,10 +336,16 @@ mod tests {
             qdrant_api_key_env: Some("WEFT_TEST_SURELY_UNSET_KEY".into()),
             ..StoresConfig::default()
         };
-        let err = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
-            .await
-            .err()
-            .expect("the key variable is unset");
+        let err = open_index_stores(
+            &stores,
+            &DataDir::new(dir.path()).generation(0),
+            "m",
+            8,
+            StoreAccess::Write,
+        )
+        .await
+        .err()
+        .expect("the key variable is unset");
         let message = err.to_string();
         assert!(
             message.contains("stores.qdrant_api_key_env")
@@ -256,11 +356,17 @@ mod tests {
             qdrant_api_key_env: None,
             ..stores
         };
-        let message = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
-            .await
-            .err()
-            .expect("nothing listens on port 9")
-            .to_string();
+        let message = open_index_stores(
+            &stores,
+            &DataDir::new(dir.path()).generation(0),
+            "m",
+            8,
+            StoreAccess::Write,
+        )
+        .await
+        .err()
+        .expect("nothing listens on port 9")
+        .to_string();
         assert!(
             message.contains("qdrant") && message.contains("127.0.0.1:9"),
             "{message}"
@@ -272,11 +378,17 @@ mod tests {
             meili_url: Some("http://127.0.0.1:9".into()),
             ..StoresConfig::default()
         };
-        let message = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
-            .await
-            .err()
-            .expect("nothing listens on port 9")
-            .to_string();
+        let message = open_index_stores(
+            &stores,
+            &DataDir::new(dir.path()).generation(0),
+            "m",
+            8,
+            StoreAccess::Write,
+        )
+        .await
+        .err()
+        .expect("nothing listens on port 9")
+        .to_string();
         assert!(
             message.contains("meilisearch") && message.contains("127.0.0.1:9"),
             "{message}"
@@ -288,17 +400,29 @@ mod tests {
             meili_search_key_env: Some("WEFT_TEST_SURELY_UNSET_SEARCH_KEY".into()),
             ..stores
         };
-        let message = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Read)
-            .await
-            .err()
-            .expect("the search key variable is unset")
-            .to_string();
+        let message = open_index_stores(
+            &stores,
+            &DataDir::new(dir.path()).generation(0),
+            "m",
+            8,
+            StoreAccess::Read,
+        )
+        .await
+        .err()
+        .expect("the search key variable is unset")
+        .to_string();
         assert!(message.contains("stores.meili_search_key_env"), "{message}");
-        let message = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Write)
-            .await
-            .err()
-            .expect("nothing listens on port 9")
-            .to_string();
+        let message = open_index_stores(
+            &stores,
+            &DataDir::new(dir.path()).generation(0),
+            "m",
+            8,
+            StoreAccess::Write,
+        )
+        .await
+        .err()
+        .expect("nothing listens on port 9")
+        .to_string();
         assert!(
             message.contains("set settings") || message.contains("open index"),
             "{message}"
@@ -310,11 +434,17 @@ mod tests {
             meili_search_key_env: Some("PATH".into()),
             ..stores
         };
-        let message = open_index_stores(&stores, dir.path(), "m", 8, StoreAccess::Read)
-            .await
-            .err()
-            .expect("nothing listens on port 9")
-            .to_string();
+        let message = open_index_stores(
+            &stores,
+            &DataDir::new(dir.path()).generation(0),
+            "m",
+            8,
+            StoreAccess::Read,
+        )
+        .await
+        .err()
+        .expect("nothing listens on port 9")
+        .to_string();
         assert!(message.contains("open index for search"), "{message}");
         let path = std::env::var("PATH").unwrap();
         assert!(!message.contains(&path), "{message}");

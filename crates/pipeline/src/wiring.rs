@@ -42,6 +42,9 @@ pub enum WiringError {
         /// The model `[embedding]` configures.
         configured: String,
     },
+    /// The generations registry could not be read.
+    #[error("index generations: {0}")]
+    Registry(#[source] weft_core::ports::PortError),
     /// The reranker settings cannot work.
     #[error("{key}: {message}")]
     Rerank {
@@ -202,9 +205,10 @@ pub async fn open_for_writing(
     load: Load,
 ) -> Result<(Stores, Arc<dyn Embedder>, String), WiringError> {
     let embedder = embedder(config, locations, load).await?;
+    let generation = locations.data().in_place()?;
     let indexes = open_index_stores(
         &config.stores,
-        &locations.data_dir,
+        &generation,
         embedder.model_id(),
         embedder.dimension(),
         StoreAccess::Write,
@@ -239,6 +243,13 @@ pub struct QueryStack {
     pub dimension: usize,
     /// Where the indexes are, for logs.
     pub description: String,
+    /// The generation read.
+    pub generation: u32,
+    /// Its catalog, read-only, where it is in the data directory (not for
+    /// the services, whose catalog is in NATS).
+    pub catalog: Option<Arc<dyn Catalog>>,
+    /// Keeps an embedded generation from being removed while it is read.
+    pub lease: Option<Arc<crate::ReadLease>>,
 }
 
 /// Opens the indexes `[stores]` configures for reading and builds the
@@ -250,8 +261,31 @@ pub async fn open_query(
     locations: &Locations,
     need: QueryEmbedder,
 ) -> Result<QueryStack, WiringError> {
+    let data = locations.data();
+    let generation = data.live()?.unwrap_or_else(|| data.generation(0));
+    open_query_generation(config, locations, &generation, need).await
+}
+
+/// [`open_query`] over one generation: the one the caller pinned (the
+/// live one of a registry it follows).
+pub async fn open_query_generation(
+    config: &WeftConfig,
+    locations: &Locations,
+    generation: &crate::GenerationDir,
+    need: QueryEmbedder,
+) -> Result<QueryStack, WiringError> {
+    // Taken first: the generation is not removed while it is read.
+    let lease = if config.stores.uses_data_dir() && generation.path().exists() {
+        Some(Arc::new(generation.lease()?))
+    } else {
+        None
+    };
     let recorded = if config.stores.uses_data_dir() {
-        Some(locations.data().existing_meta()?)
+        Some(
+            generation
+                .meta()?
+                .ok_or_else(|| DataDirError::Empty(locations.data_dir.clone()))?,
+        )
     } else {
         None
     };
@@ -276,7 +310,7 @@ pub async fn open_query(
     };
     let indexes: IndexStores = open_index_stores(
         &config.stores,
-        &locations.data_dir,
+        generation,
         &model,
         dimension,
         StoreAccess::Read,
@@ -293,13 +327,29 @@ pub async fn open_query(
         indexes.text.clone(),
         embedder,
     )?;
+    // Searching does not need the catalog: one that cannot be read is left
+    // out (commands that need it open it and name the problem).
+    let catalog: Option<Arc<dyn Catalog>> = if generation.catalog_path().exists() {
+        match generation.open_catalog_read_only() {
+            Ok(catalog) => Some(Arc::new(catalog)),
+            Err(e) => {
+                tracing::warn!("{e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
     Ok(QueryStack {
+        catalog,
         engine: Arc::new(engine),
         vectors: indexes.vectors,
         text: indexes.text,
         model,
         dimension,
         description: indexes.description,
+        generation: generation.number(),
+        lease,
     })
 }
 
@@ -331,5 +381,129 @@ fn mismatch(error: StoresError, locations: &Locations) -> WiringError {
             configured: expected,
         },
         other => other.into(),
+    }
+}
+
+/// Where the live generation is recorded, for a reader that follows it.
+#[derive(Clone)]
+pub enum LiveSource {
+    /// `generations.json` of the data directory (`weft serve`, `weft mcp`).
+    DataDir,
+    /// A shared registry (the services: a NATS key-value entry).
+    Registry(Arc<dyn weft_core::ports::GenerationRegistry>),
+}
+
+/// The query stack of the live generation, followed: when the record names
+/// another live generation, its stores are opened and replace the old ones
+/// for the queries that start afterwards; a query in flight keeps the stack
+/// it started with, so every query reads exactly one generation.
+#[derive(Clone)]
+pub struct LiveQuery {
+    current: Arc<std::sync::RwLock<Arc<QueryStack>>>,
+    config: Arc<WeftConfig>,
+    locations: Locations,
+    need: QueryEmbedder,
+    source: LiveSource,
+}
+
+impl LiveQuery {
+    /// Opens the live generation's stack.
+    pub async fn open(
+        config: &WeftConfig,
+        locations: &Locations,
+        need: QueryEmbedder,
+        source: LiveSource,
+    ) -> Result<Self, WiringError> {
+        let number = Self::live_number(locations, &source).await?;
+        let data = locations.data();
+        let stack =
+            open_query_generation(config, locations, &data.generation(number), need).await?;
+        Ok(Self {
+            current: Arc::new(std::sync::RwLock::new(Arc::new(stack))),
+            config: Arc::new(config.clone()),
+            locations: locations.clone(),
+            need,
+            source,
+        })
+    }
+
+    async fn live_number(locations: &Locations, source: &LiveSource) -> Result<u32, WiringError> {
+        match source {
+            LiveSource::DataDir => {
+                let data = locations.data();
+                match data.generations()?.live_number() {
+                    Some(n) => Ok(n),
+                    None => Err(DataDirError::Empty(data.path().to_owned()).into()),
+                }
+            }
+            LiveSource::Registry(registry) => Ok(registry
+                .load()
+                .await
+                .map_err(WiringError::Registry)?
+                .live_number()
+                .unwrap_or(0)),
+        }
+    }
+
+    /// The stack queries starting now read.
+    pub fn current(&self) -> Arc<QueryStack> {
+        self.current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Checks the record once: when another generation is live, opens it
+    /// and makes it current (then, in a data directory, removes
+    /// generations no longer read). `Ok(Some(n))` when it moved to `n`.
+    pub async fn refresh(&self) -> Result<Option<u32>, WiringError> {
+        let live = Self::live_number(&self.locations, &self.source).await?;
+        if live == self.current().generation {
+            return Ok(None);
+        }
+        let generation = self.locations.data().generation(live);
+        let stack =
+            open_query_generation(&self.config, &self.locations, &generation, self.need).await?;
+        let previous = {
+            let mut current = self
+                .current
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            std::mem::replace(&mut *current, Arc::new(stack))
+        };
+        tracing::info!(
+            from = previous.generation,
+            to = live,
+            "the live index generation changed: new queries read generation {live}"
+        );
+        drop(previous);
+        if matches!(self.source, LiveSource::DataDir) && self.config.stores.uses_data_dir() {
+            // Let go of the old generation as soon as no query holds it.
+            match crate::generations::collect_garbage(&self.locations.data()) {
+                Ok(c) if !c.removed.is_empty() => {
+                    tracing::info!(removed = ?c.removed, "removed index generations no longer read")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!("cannot remove old index generations: {e}"),
+            }
+        }
+        Ok(Some(live))
+    }
+
+    /// Follows the record, checking it every `every`, until dropped with
+    /// the returned task's handle aborted. A failed check is logged and
+    /// retried; queries keep reading the generation they have.
+    pub fn follow(&self, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = this.refresh().await {
+                    tracing::warn!("cannot follow the live index generation: {e}");
+                }
+            }
+        })
     }
 }

@@ -186,6 +186,9 @@ pub struct EmbedBatching {
 /// documentation for the steps).
 pub struct IndexWriter {
     target: Stores,
+    /// Another vector index whose stored vectors are reused too (the live
+    /// generation, while a rebuild writes the next).
+    reuse_from: Option<Arc<dyn weft_core::ports::VectorIndex>>,
     embedder: Arc<dyn Embedder>,
     /// The embedder's part of the identity recorded per document.
     embedder_tag: String,
@@ -206,6 +209,7 @@ impl IndexWriter {
     ) -> Self {
         Self {
             target,
+            reuse_from: None,
             embedder,
             embedder_tag: embedder_tag.into(),
             batching,
@@ -213,6 +217,14 @@ impl IndexWriter {
             removed: Vec::new(),
             pending_chunks: 0,
         }
+    }
+
+    /// The writer, also reusing vectors stored in `vectors` (by the same
+    /// [`embedding_key`]s): a rebuild into a new generation embeds only
+    /// texts the live generation does not hold.
+    pub fn reusing(mut self, vectors: Arc<dyn weft_core::ports::VectorIndex>) -> Self {
+        self.reuse_from = Some(vectors);
+        self
     }
 
     /// Chunks embedded and written since the last checkpoint.
@@ -366,6 +378,20 @@ impl IndexWriter {
         distinct.sort_unstable();
         distinct.dedup();
         let mut known = self.target.vectors.vectors_by_key(&distinct).await?;
+        if let Some(other) = &self.reuse_from {
+            let unknown: Vec<String> = distinct
+                .iter()
+                .filter(|k| !known.contains_key(*k))
+                .cloned()
+                .collect();
+            if !unknown.is_empty() {
+                match other.vectors_by_key(&unknown).await {
+                    Ok(found) => known.extend(found),
+                    // Only a saving: embed instead.
+                    Err(e) => tracing::warn!("cannot look up stored vectors to reuse: {e}"),
+                }
+            }
+        }
         let mut asked = HashSet::new();
         let missing: Vec<usize> = (0..keys.len())
             .filter(|&i| !known.contains_key(&keys[i]) && asked.insert(keys[i].as_str()))

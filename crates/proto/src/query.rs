@@ -370,6 +370,7 @@ pub fn search_response(response: SearchResponse, explain: bool) -> v1::SearchRes
         neighbours_requested: response.neighbours_requested as u32,
         cached_embedding: response.cached_embedding,
         context: None,
+        generation: 0,
         results: response
             .results
             .into_iter()

@@ -55,18 +55,39 @@ pub enum ServiceError {
     /// Authentication could not be set up (no keys file, a bad one).
     #[error(transparent)]
     Auth(#[from] auth::AuthSetupError),
+    /// The record of the live index generation could not be reached.
+    #[error("index generations: {0}")]
+    Generations(String),
     /// The TLS certificate, key or client CA could not be used.
     #[error(transparent)]
     Tls(#[from] tls::TlsSetupError),
 }
 
 /// `weft.v1.QueryService` over a [`QueryEngine`] and the vector index it
-/// fetches chunks from.
+/// fetches chunks from: fixed, or those of the live index generation,
+/// followed (each call reads the generation live when it starts).
 #[derive(Clone)]
 pub struct QueryServer {
+    stacks: Stacks,
+    auth: auth::Auth,
+}
+
+#[derive(Clone)]
+enum Stacks {
+    Fixed {
+        engine: Arc<QueryEngine>,
+        vectors: Arc<dyn VectorIndex>,
+    },
+    Live(weft_pipeline::wiring::LiveQuery),
+}
+
+/// What one call reads: one generation's engine and vector index.
+struct Pinned {
     engine: Arc<QueryEngine>,
     vectors: Arc<dyn VectorIndex>,
-    auth: auth::Auth,
+    generation: u32,
+    // Keeps the generation's stores (and its lease) for the whole call.
+    _stack: Option<Arc<weft_pipeline::wiring::QueryStack>>,
 }
 
 impl QueryServer {
@@ -74,9 +95,36 @@ impl QueryServer {
     /// Without [`QueryServer::with_auth`] it authenticates nobody.
     pub fn new(engine: Arc<QueryEngine>, vectors: Arc<dyn VectorIndex>) -> Self {
         Self {
-            engine,
-            vectors,
+            stacks: Stacks::Fixed { engine, vectors },
             auth: auth::Auth::Open,
+        }
+    }
+
+    /// A server answering from the live generation `live` follows.
+    pub fn live(live: weft_pipeline::wiring::LiveQuery) -> Self {
+        Self {
+            stacks: Stacks::Live(live),
+            auth: auth::Auth::Open,
+        }
+    }
+
+    fn pin(&self) -> Pinned {
+        match &self.stacks {
+            Stacks::Fixed { engine, vectors } => Pinned {
+                engine: engine.clone(),
+                vectors: vectors.clone(),
+                generation: 0,
+                _stack: None,
+            },
+            Stacks::Live(live) => {
+                let stack = live.current();
+                Pinned {
+                    engine: stack.engine.clone(),
+                    vectors: stack.vectors.clone(),
+                    generation: stack.generation,
+                    _stack: Some(stack),
+                }
+            }
         }
     }
 
@@ -157,16 +205,18 @@ impl v1::query_service_server::QueryService for QueryServer {
         let started = Instant::now();
         let result = async {
             let scope = self.auth.authorize(request.metadata())?;
+            let pinned = self.pin();
             let request = request.into_inner();
             let explain = request.explain;
             let packing = weft_proto::query::pack_options(&request)
                 .map_err(|e| Status::invalid_argument(e.to_string()))?;
             let mut domain =
-                weft_proto::query::search_request(request, &self.engine.config().adjacency)
+                weft_proto::query::search_request(request, &pinned.engine.config().adjacency)
                     .map_err(|e| Status::invalid_argument(e.to_string()))?;
             scope.restrict(&mut domain.filter)?;
             span.set("weft.mode", format!("{:?}", domain.mode));
-            let result = self.engine.search(&domain).await;
+            span.set("weft.generation", pinned.generation.to_string());
+            let result = pinned.engine.search(&domain).await;
             weft_telemetry::metrics().observe_query(started.elapsed(), result.is_ok());
             let mut response = result.map_err(status_of)?;
             scope.retain(&mut response.results);
@@ -181,6 +231,7 @@ impl v1::query_service_server::QueryService for QueryServer {
             });
             let mut response = weft_proto::query::search_response(response, explain);
             response.context = context.map(Into::into);
+            response.generation = pinned.generation;
             span.set("weft.results", response.results.len().to_string());
             Ok(response)
         }
@@ -232,10 +283,12 @@ impl QueryServer {
         // Ids are computed, so the whole range is one store call; indices
         // past the document's end are simply not found.
         let ids: Vec<ChunkId> = (start..end).map(|i| ChunkId::new(&document, i)).collect();
+        let pinned = self.pin();
         let mut chunks = if ids.is_empty() {
             Vec::new()
         } else {
-            self.vectors
+            pinned
+                .vectors
                 .get(&ids)
                 .await
                 .map_err(|e| Status::unavailable(e.to_string()))?
@@ -247,6 +300,7 @@ impl QueryServer {
         Ok(v1::GetChunksResponse {
             total_chunks,
             chunks: chunks.into_iter().map(Into::into).collect(),
+            generation: pinned.generation,
         })
     }
 }
@@ -337,32 +391,48 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// How often a server checks which index generation is live.
+pub const FOLLOW_EVERY: Duration = Duration::from_secs(1);
+
 /// The server over the stores `[stores]` configures (embedded ones in the
 /// data directory of `locations`), with the configured embedder and
-/// reranker: [`weft_pipeline::wiring::open_query`].
+/// reranker, reading the generation `source` names live
+/// ([`weft_pipeline::wiring::LiveQuery`]). Follow the switches with
+/// [`weft_pipeline::wiring::LiveQuery::follow`] ([`run`] does).
 pub async fn open(
     config: &WeftConfig,
     locations: &weft_pipeline::Locations,
-) -> Result<QueryServer, ServiceError> {
-    let stack = weft_pipeline::wiring::open_query(
+    source: weft_pipeline::wiring::LiveSource,
+) -> Result<(QueryServer, weft_pipeline::wiring::LiveQuery), ServiceError> {
+    let live = weft_pipeline::wiring::LiveQuery::open(
         config,
         locations,
         weft_pipeline::wiring::QueryEmbedder::Needed,
+        source,
     )
     .await?;
-    tracing::info!(stores = %stack.description, model = %stack.model, "query service reading");
-    Ok(QueryServer::new(stack.engine, stack.vectors))
+    let stack = live.current();
+    tracing::info!(
+        stores = %stack.description,
+        model = %stack.model,
+        generation = stack.generation,
+        "query service reading"
+    );
+    Ok((QueryServer::live(live.clone()), live))
 }
 
 /// The whole service: sets up authentication and TLS (`[query]`; `auth`
-/// decides when `query.auth` is unset), opens the stores and the model,
-/// binds `listen`, serves until `shutdown`. Returns the bound address
-/// through `on_bound` first.
+/// decides when `query.auth` is unset), opens the stores and the model of
+/// the live generation `source` (awaited after the settings are checked)
+/// names, binds `listen`, serves until
+/// `shutdown`, moving to a new generation when it goes live. Returns the
+/// bound address through `on_bound` first.
 pub async fn run(
     config: &WeftConfig,
     locations: &weft_pipeline::Locations,
     listen: &str,
     auth: auth::AuthDefault,
+    source: impl std::future::Future<Output = Result<weft_pipeline::wiring::LiveSource, ServiceError>>,
     on_bound: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ServiceError> {
@@ -382,7 +452,11 @@ pub async fn run(
             "API keys travel in clear text: set query.tls_cert_file and query.tls_key_file, or terminate TLS in front of the service"
         );
     }
-    let server = open(config, locations).await?.with_auth(auth);
+    // Then where the live generation is recorded (e.g. a connection to
+    // NATS), then the stores.
+    let (server, live) = open(config, locations, source.await?).await?;
+    let server = server.with_auth(auth);
+    let _follow = AbortOnDrop(live.follow(FOLLOW_EVERY));
     let listener = bind(listen).await?;
     let addr = listener.local_addr().map_err(|source| ServiceError::Bind {
         addr: listen.to_owned(),

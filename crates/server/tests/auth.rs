@@ -103,10 +103,15 @@ async fn serve(entries: &[KeyEntry], query: weft_config::QueryServiceConfig) -> 
         weft_pipeline::Locations::resolve(&config, Some(data.path().to_owned()), Some(model_dir()));
     let auth =
         auth::from_config(&config.query, "127.0.0.1:0", auth::AuthDefault::Required).unwrap();
-    let server = weft_server::open(&config, &locations)
-        .await
-        .unwrap()
-        .with_auth(auth);
+    let server = weft_server::open(
+        &config,
+        &locations,
+        weft_pipeline::wiring::LiveSource::DataDir,
+    )
+    .await
+    .unwrap()
+    .0
+    .with_auth(auth);
     let listener = weft_server::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -57,7 +57,14 @@ async fn serve_fixture() -> Served {
     }
     let locations =
         weft_pipeline::Locations::resolve(&config, Some(data.path().to_owned()), Some(model_dir()));
-    let server = weft_server::open(&config, &locations).await.unwrap();
+    let server = weft_server::open(
+        &config,
+        &locations,
+        weft_pipeline::wiring::LiveSource::DataDir,
+    )
+    .await
+    .unwrap()
+    .0;
     let listener = weft_server::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

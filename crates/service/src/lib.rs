@@ -116,6 +116,7 @@ pub fn nats_options(config: &WeftConfig) -> weft_nats::NatsOptions {
         chunks_stream: c.chunks_stream.clone(),
         dead_letter_stream: c.dead_letter_stream.clone(),
         catalog_bucket: c.catalog_bucket.clone(),
+        generations_bucket: c.generations_bucket.clone(),
         max_ack_pending: c.max_ack_pending,
         max_deliver: c.max_deliver,
         ack_wait_secs: c.ack_wait_secs,

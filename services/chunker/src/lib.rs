@@ -64,6 +64,7 @@ impl ChunkerHandler {
             content_hash: document.content_hash.clone(),
             version: sequence,
             chunker: self.chunker.fingerprint().to_owned(),
+            generation: document.generation,
             part: 1,
             parts: 1,
             ..Default::default()
@@ -153,7 +154,11 @@ impl ChunkerHandler {
             "chunked"
         };
         let chunks: usize = batches.iter().map(|b| b.chunks.len()).sum();
-        let subject = weft_nats::chunks_subject(&document.project, &document.document_id);
+        let subject = weft_nats::chunks_subject(
+            document.generation,
+            &document.project,
+            &document.document_id,
+        );
         let headers = delivery.trace.headers();
         let mut acks = Vec::new();
         for batch in &batches {

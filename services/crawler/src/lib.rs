@@ -13,6 +13,11 @@
 
 #![warn(missing_docs)]
 
+pub mod generations;
+mod job;
+
+pub use job::{FailedSource, JobOptions, JobSummary, RUNS_BUCKET, SwitchSummary};
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -75,6 +80,9 @@ pub enum CrawlError {
     /// A setting cannot work.
     #[error(transparent)]
     Config(#[from] InvalidSetting),
+    /// An index generation could not be begun, switched or removed.
+    #[error("index generations: {0}")]
+    Generations(String),
 }
 
 /// Many sources across projects, from a TOML file:
@@ -209,10 +217,19 @@ pub struct SourceSummary {
     pub elapsed_ms: u64,
 }
 
+/// The index generation a crawl writes: its number (stamped on every
+/// message) and its catalog (what the crawl compares with).
+#[derive(Clone)]
+pub struct Target {
+    /// The generation.
+    pub generation: u32,
+    /// Its catalog.
+    pub catalog: NatsCatalog,
+}
+
 /// Publishes documents of sources whose content the catalog does not have.
 pub struct Crawler {
     jet: Jet,
-    catalog: NatsCatalog,
     planner: ChangePlanner,
     /// What the configured chunkers cut with: a document recorded as cut
     /// by another chunker (or embedded-text format) is published again.
@@ -227,7 +244,6 @@ impl Crawler {
         config: &WeftConfig,
         checkout_dir: impl Into<PathBuf>,
     ) -> Result<Self, CrawlError> {
-        let catalog = jet.catalog().await?;
         // What git may do here: `crawl.git_protocols`, public addresses.
         let git_policy = GitPolicy::from_crawl_config(&config.crawl)?;
         let planner = ChangePlanner::new(&config.sources, &config.crawl, checkout_dir)?
@@ -235,18 +251,31 @@ impl Crawler {
         let chunker = weft_chunking::Chunker::new(config.chunking.clone())?;
         Ok(Self {
             jet,
-            catalog,
             planner,
             // The embedder part is not compared ([`Compare::Chunking`]).
             expected: IndexIdentity::new("", chunker.fingerprint()),
         })
     }
 
-    /// Crawls one source as `project`.
+    /// The connection.
+    pub fn jet(&self) -> &Jet {
+        &self.jet
+    }
+
+    /// The target of index generation `generation`: its catalog opened.
+    pub async fn target(&self, generation: u32) -> Result<Target, CrawlError> {
+        Ok(Target {
+            generation,
+            catalog: self.jet.catalog_of(generation).await?,
+        })
+    }
+
+    /// Crawls one source as `project` into `target`.
     pub async fn crawl(
         &self,
         spec: &SourceSpec,
         project: &str,
+        target: &Target,
         options: &CrawlOptions,
     ) -> Result<SourceSummary, CrawlError> {
         let started = Instant::now();
@@ -258,7 +287,7 @@ impl Crawler {
         };
         let mut changes = self
             .planner
-            .plan(&self.catalog, spec, project, &plan)
+            .plan(&target.catalog, spec, project, &plan)
             .await?;
         let mut summary = SourceSummary {
             project: project.to_owned(),
@@ -296,6 +325,7 @@ impl Crawler {
                 content_hash: document.content_hash,
                 media_type: document.media_type.to_owned(),
                 revision: revision.clone(),
+                generation: target.generation,
             };
             acks.push(self.publish(&message).await?);
             summary.documents_published += 1;
@@ -316,6 +346,7 @@ impl Crawler {
                 content_hash: String::new(),
                 media_type: String::new(),
                 revision: revision.clone(),
+                generation: target.generation,
             };
             acks.push(self.publish(&message).await?);
             summary.documents_deleted += 1;
@@ -323,7 +354,8 @@ impl Crawler {
         for ack in acks {
             ack.await?;
         }
-        self.catalog
+        target
+            .catalog
             .put_project(project, &changes.project_state())
             .await?;
         summary.elapsed_ms = started.elapsed().as_millis() as u64;
@@ -346,7 +378,11 @@ impl Crawler {
         &self,
         document: &v1::Document,
     ) -> Result<impl std::future::Future<Output = Result<(), NatsError>> + use<>, CrawlError> {
-        let subject = weft_nats::docs_subject(&document.project, &document.document_id);
+        let subject = weft_nats::docs_subject(
+            document.generation,
+            &document.project,
+            &document.document_id,
+        );
         let trace = TraceContext::new_root();
         tracing::debug!(uri = %document.uri, trace_id = %trace.trace_id, "publish");
         // The root of the document's trace; the chunker's span is its child.

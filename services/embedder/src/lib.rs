@@ -11,19 +11,30 @@
 //! messages are acknowledged. Any store or model failure hands the whole
 //! set back for another delivery: ids are computed, so a retry or a
 //! redelivery after a crash duplicates nothing.
+//!
+//! Each batch names the index generation it is written into (DESIGN §6):
+//! the live one, or the one a rebuild builds beside it. The worker opens a
+//! generation's stores (its Qdrant collection and Meilisearch index, or its
+//! directory; its catalog bucket) on its first batch, records its model in
+//! the generations record — a generation never holds two models' vectors —
+//! and, while writing a generation that is not live, reuses vectors the
+//! live one stores for the same texts.
 
 #![warn(missing_docs)]
 
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
 use prost::Message as _;
 use weft_config::WeftConfig;
-use weft_core::ports::Embedder;
+use weft_core::generations::{GenerationState, Generations};
+use weft_core::ports::{Embedder, GenerationRegistry, PortError};
 use weft_core::{Chunk, DocumentId};
 use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
 use weft_pipeline::wiring::{self, Load, Locations};
-use weft_pipeline::{DocumentUpdate, IndexWriter, Stores, UpdateContent};
+use weft_pipeline::{DocumentUpdate, IndexWriter, StoreAccess, Stores, UpdateContent};
 use weft_proto::v1;
 
 /// The durable consumer every embedder worker shares.
@@ -40,8 +51,9 @@ pub enum EmbedderError {
     Wiring(#[from] weft_pipeline::WiringError),
 }
 
-/// Decodes and checks one chunk batch.
-fn decode(delivery: &Delivery) -> Result<DocumentUpdate, String> {
+/// Decodes and checks one chunk batch: the generation it is written into,
+/// and the update.
+fn decode(delivery: &Delivery) -> Result<(u32, DocumentUpdate), String> {
     let wire = v1::ChunkBatch::decode(delivery.payload.as_ref())
         .map_err(|e| format!("{}: not a weft.v1.ChunkBatch: {e}", delivery.subject))?;
     let document_id = DocumentId::parse(&wire.document_id).ok_or_else(|| {
@@ -66,7 +78,7 @@ fn decode(delivery: &Delivery) -> Result<DocumentUpdate, String> {
         }
         chunks.push(chunk);
     }
-    Ok(DocumentUpdate {
+    let update = DocumentUpdate {
         document_id,
         project: wire.project,
         uri: wire.uri,
@@ -81,58 +93,143 @@ fn decode(delivery: &Delivery) -> Result<DocumentUpdate, String> {
                 chunks,
             }
         },
-    })
+    };
+    Ok((wire.generation, update))
 }
 
-/// Embeds and writes chunk batches through an [`IndexWriter`].
-pub struct EmbedderHandler {
+/// One generation's stores and their writer.
+struct Target {
     writer: IndexWriter,
     stores: Stores,
     written_since_optimize: bool,
 }
 
+/// Embeds and writes chunk batches through an [`IndexWriter`] per index
+/// generation.
+pub struct EmbedderHandler {
+    config: WeftConfig,
+    locations: Locations,
+    jet: Jet,
+    registry: Arc<dyn GenerationRegistry>,
+    embedder: Arc<dyn Embedder>,
+    tag: String,
+    targets: HashMap<u32, Target>,
+}
+
+/// Where a batch goes, once its generation is known.
+enum Destination {
+    /// Written into this generation's stores.
+    Write(u32),
+    /// The generation is retired, aborted or unknown: nothing to write
+    /// (a later incremental crawl catches up with the live one).
+    Drop(String),
+}
+
 impl EmbedderHandler {
-    /// A handler writing to `stores` with `embedder`, batching as `config` says.
+    /// A handler writing into the generations `registry` records, with
+    /// `embedder`, batching as `config` says; stores as `[stores]` and
+    /// `locations` say, catalogs in NATS through `jet`.
     pub fn new(
         config: &WeftConfig,
-        stores: Stores,
-        embedder: std::sync::Arc<dyn Embedder>,
+        locations: &Locations,
+        jet: Jet,
+        registry: Arc<dyn GenerationRegistry>,
+        embedder: Arc<dyn Embedder>,
     ) -> Self {
         let tag = weft_pipeline::embedder_tag(&config.embedding, embedder.model_id());
         Self {
-            writer: IndexWriter::new(
-                stores.clone(),
-                embedder,
-                tag,
-                weft_pipeline::embed_batching(config),
-            ),
-            stores,
-            written_since_optimize: false,
+            config: config.clone(),
+            locations: locations.clone(),
+            jet,
+            registry,
+            embedder,
+            tag,
+            targets: HashMap::new(),
         }
     }
-}
 
-#[async_trait]
-impl Handler for EmbedderHandler {
-    async fn handle(&mut self, deliveries: &[Delivery]) -> Vec<Outcome> {
-        let mut outcomes: Vec<Option<Outcome>> = vec![None; deliveries.len()];
-        let mut updates = Vec::new();
-        let mut update_of = Vec::new();
-        for (i, delivery) in deliveries.iter().enumerate() {
-            match decode(delivery) {
-                Ok(u) => {
-                    updates.push(u);
-                    update_of.push(i);
-                }
-                Err(reason) => outcomes[i] = Some(Outcome::Fail(reason)),
+    /// Where batches of `generation` go, per the record.
+    fn destination(record: &Generations, generation: u32) -> Destination {
+        match record.get(generation).map(|g| g.state) {
+            Some(GenerationState::Live | GenerationState::Building) => {
+                Destination::Write(generation)
+            }
+            Some(state) => Destination::Drop(format!("index generation {generation} is {state}")),
+            None => Destination::Drop(format!("there is no index generation {generation}")),
+        }
+    }
+
+    /// Opens generation `n`'s stores and writer, recording the model.
+    async fn open_target(&mut self, n: u32, record: &Generations) -> Result<(), String> {
+        if self.targets.contains_key(&n) {
+            return Ok(());
+        }
+        let (model, dimension) = (
+            self.embedder.model_id().to_owned(),
+            self.embedder.dimension(),
+        );
+        self.registry
+            .update(&|g: &mut Generations| g.record_model(n, &model, dimension))
+            .await
+            .map_err(|e| e.to_string())?;
+        let catalog = Arc::new(self.jet.catalog_of(n).await.map_err(|e| e.to_string())?);
+        let generation = self.locations.data().generation(n);
+        let indexes = weft_pipeline::open_index_stores(
+            &self.config.stores,
+            &generation,
+            &model,
+            dimension,
+            StoreAccess::Write,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        tracing::info!(generation = n, stores = %indexes.description, "writing index generation");
+        let stores = Stores::new(indexes, catalog);
+        let mut writer = IndexWriter::new(
+            stores.clone(),
+            self.embedder.clone(),
+            self.tag.clone(),
+            weft_pipeline::embed_batching(&self.config),
+        );
+        // A generation being built reuses the live one's vectors: open
+        // already in this worker, or on servers that serve many clients.
+        if let Some(live) = record.live_number().filter(|&l| l != n) {
+            if let Some(open) = self.targets.get(&live) {
+                writer = writer.reusing(open.stores.vectors.clone());
+            } else if !self.config.stores.uses_data_dir()
+                && let Ok(indexes) = weft_pipeline::open_index_stores(
+                    &self.config.stores,
+                    &self.locations.data().generation(live),
+                    &model,
+                    dimension,
+                    StoreAccess::Read,
+                )
+                .await
+            {
+                writer = writer.reusing(indexes.vectors);
             }
         }
+        self.targets.insert(
+            n,
+            Target {
+                writer,
+                stores,
+                written_since_optimize: false,
+            },
+        );
+        Ok(())
+    }
+
+    async fn write(&mut self, generation: u32, updates: &[DocumentUpdate]) -> Outcome {
+        let Some(target) = self.targets.get_mut(&generation) else {
+            return Outcome::Retry(format!("index generation {generation} is not open"));
+        };
         let t = Instant::now();
-        let written = match self.writer.write(&updates).await {
-            Ok(stats) => self.writer.checkpoint().await.map(|()| stats),
+        let written = match target.writer.write(updates).await {
+            Ok(stats) => target.writer.checkpoint().await.map(|()| stats),
             Err(e) => Err(e),
         };
-        let verdict = match written {
+        match written {
             Ok(stats) => {
                 let metrics = weft_telemetry::metrics();
                 if stats.embedding_calls > 0 {
@@ -158,9 +255,10 @@ impl Handler for EmbedderHandler {
                         .with_label_values(&["embedder", outcome])
                         .inc_by(n as u64);
                 }
-                self.written_since_optimize |=
+                target.written_since_optimize |=
                     stats.documents_written + stats.documents_deleted > 0;
                 tracing::info!(
+                    generation,
                     documents = updates.len(),
                     embedded = stats.chunks_embedded,
                     stored_vectors = stats.vectors_reused,
@@ -171,9 +269,59 @@ impl Handler for EmbedderHandler {
                 Outcome::Done
             }
             Err(e) => Outcome::Retry(e.to_string()),
-        };
-        for i in update_of {
-            outcomes[i] = Some(verdict.clone());
+        }
+    }
+}
+
+#[async_trait]
+impl Handler for EmbedderHandler {
+    async fn handle(&mut self, deliveries: &[Delivery]) -> Vec<Outcome> {
+        let mut outcomes: Vec<Option<Outcome>> = vec![None; deliveries.len()];
+        // Updates by generation, in delivery order within each.
+        let mut groups: BTreeMap<u32, (Vec<DocumentUpdate>, Vec<usize>)> = BTreeMap::new();
+        for (i, delivery) in deliveries.iter().enumerate() {
+            match decode(delivery) {
+                Ok((generation, update)) => {
+                    let group = groups.entry(generation).or_default();
+                    group.0.push(update);
+                    group.1.push(i);
+                }
+                Err(reason) => outcomes[i] = Some(Outcome::Fail(reason)),
+            }
+        }
+        if !groups.is_empty() {
+            let record = match self.registry.load().await {
+                Ok(record) => Some(record),
+                Err(e) => {
+                    let reason = PortError::to_string(&e);
+                    for (_, (_, indices)) in &groups {
+                        for &i in indices {
+                            outcomes[i] = Some(Outcome::Retry(reason.clone()));
+                        }
+                    }
+                    None
+                }
+            };
+            if let Some(record) = record {
+                for (generation, (updates, indices)) in groups {
+                    let verdict = match Self::destination(&record, generation) {
+                        Destination::Drop(why) => {
+                            tracing::info!(
+                                documents = updates.len(),
+                                "{why}: its batches are not written"
+                            );
+                            Outcome::Done
+                        }
+                        Destination::Write(n) => match self.open_target(n, &record).await {
+                            Ok(()) => self.write(n, &updates).await,
+                            Err(e) => Outcome::Retry(format!("index generation {n}: {e}")),
+                        },
+                    };
+                    for i in indices {
+                        outcomes[i] = Some(verdict.clone());
+                    }
+                }
+            }
         }
         outcomes
             .into_iter()
@@ -182,33 +330,45 @@ impl Handler for EmbedderHandler {
     }
 
     async fn idle(&mut self) {
-        if std::mem::take(&mut self.written_since_optimize) {
-            let t = Instant::now();
-            match self.stores.vectors.optimize().await {
-                Ok(()) => tracing::info!(
-                    ms = t.elapsed().as_millis() as u64,
-                    "queue idle: search structures built"
-                ),
-                Err(e) => tracing::warn!("optimize: {e}"),
+        for (generation, target) in &mut self.targets {
+            if std::mem::take(&mut target.written_since_optimize) {
+                let t = Instant::now();
+                match target.stores.vectors.optimize().await {
+                    Ok(()) => tracing::info!(
+                        generation,
+                        ms = t.elapsed().as_millis() as u64,
+                        "queue idle: search structures built"
+                    ),
+                    Err(e) => tracing::warn!(generation, "optimize: {e}"),
+                }
             }
+        }
+        // Let go of generations no longer written (retired, aborted).
+        if let Ok(record) = self.registry.load().await {
+            self.targets.retain(|&n, _| {
+                matches!(
+                    record.get(n).map(|g| g.state),
+                    Some(GenerationState::Live | GenerationState::Building)
+                )
+            });
         }
     }
 }
 
 /// Runs an embedder worker on `jet` until `shutdown` completes, writing to
 /// the stores `[stores]` configures (embedded ones in the data directory of
-/// `locations`) with the configured embedder and the catalog in NATS.
+/// `locations`) of the index generation each batch names, with the
+/// configured embedder and the catalogs in NATS.
 pub async fn run(
     jet: Jet,
     config: &WeftConfig,
     locations: &Locations,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<WorkerStats, EmbedderError> {
-    let catalog = std::sync::Arc::new(jet.catalog().await?);
-    let (stores, embedder, description) =
-        wiring::open_for_writing(config, locations, catalog, Load::Now).await?;
-    tracing::info!(stores = %description, model = embedder.model_id(), "embedder writing");
-    let mut handler = EmbedderHandler::new(config, stores, embedder);
+    let registry: Arc<dyn GenerationRegistry> = Arc::new(jet.registry().await?);
+    let embedder = wiring::embedder(config, locations, Load::Now).await?;
+    tracing::info!(model = embedder.model_id(), "embedder writing");
+    let mut handler = EmbedderHandler::new(config, locations, jet.clone(), registry, embedder);
     let options = WorkerOptions {
         stage: "embedder",
         stream: jet.config().chunks_stream.clone(),

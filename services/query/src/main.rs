@@ -16,6 +16,8 @@ struct Args {
     config: weft_service::ConfigArgs,
     #[command(flatten)]
     locations: weft_service::LocationArgs,
+    #[command(flatten)]
+    nats: weft_service::NatsArgs,
     /// Listen address (default: `query.listen`).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
@@ -23,10 +25,11 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    weft_service::run(
+    weft_service::run_with(
         "weft-query",
         "info,qdrant_edge=error",
         &args.config,
+        |config| args.nats.apply(config),
         |service| async move {
             let locations = args.locations.resolve(&service.config);
             let listen = args
@@ -38,6 +41,27 @@ fn main() -> ExitCode {
                 &locations,
                 &listen,
                 weft_server::auth::AuthDefault::Required,
+                // Which generation is live: the record the crawler's
+                // rebuilds switch (`generations.registry`).
+                async {
+                    match service.config.generations.registry {
+                        weft_config::GenerationRegistryKind::Nats => {
+                            let registry = weft_service::nats_options(&service.config);
+                            let jet = weft_nats::Jet::connect(&registry).await.map_err(|e| {
+                                weft_server::ServiceError::Generations(e.to_string())
+                            })?;
+                            let registry = jet.registry().await.map_err(|e| {
+                                weft_server::ServiceError::Generations(e.to_string())
+                            })?;
+                            Ok(weft_pipeline::wiring::LiveSource::Registry(
+                                std::sync::Arc::new(registry),
+                            ))
+                        }
+                        weft_config::GenerationRegistryKind::DataDir => {
+                            Ok(weft_pipeline::wiring::LiveSource::DataDir)
+                        }
+                    }
+                },
                 |addr| {
                     // One line on stdout, for scripts and tests that started us on port 0.
                     println!("listening on {addr}");

@@ -3,7 +3,10 @@
 use std::process::Command;
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_weft-query"))
+    // No NATS here: the live generation is read from the data directory.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_weft-query"));
+    command.env("WEFT__GENERATIONS__REGISTRY", "data_dir");
+    command
 }
 
 #[test]

@@ -57,8 +57,23 @@ pub enum CatalogError {
 /// The catalog in one redb file.
 #[derive(Clone)]
 pub struct RedbCatalog {
-    db: std::sync::Arc<Database>,
+    db: std::sync::Arc<Db>,
     path: PathBuf,
+}
+
+/// The file, open for writing or for reading only.
+enum Db {
+    Write(Database),
+    Read(redb::ReadOnlyDatabase),
+}
+
+impl Db {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Write(db) => db.begin_read(),
+            Db::Read(db) => db.begin_read(),
+        }
+    }
 }
 
 impl std::fmt::Debug for RedbCatalog {
@@ -84,7 +99,7 @@ impl RedbCatalog {
             e => unreadable(e.into()),
         })?;
         let catalog = RedbCatalog {
-            db: std::sync::Arc::new(db),
+            db: std::sync::Arc::new(Db::Write(db)),
             path: path.to_owned(),
         };
         // Create the tables, so that reads of a new catalog find them.
@@ -94,6 +109,23 @@ impl RedbCatalog {
             Ok(())
         })?;
         Ok(catalog)
+    }
+
+    /// Opens the existing catalog at `path` for reading only, beside any
+    /// number of other readers (an index generation's catalog once live).
+    /// Writes fail.
+    pub fn open_read_only(path: &Path) -> Result<Self, CatalogError> {
+        let db = redb::ReadOnlyDatabase::open(path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => CatalogError::InUse(path.to_owned()),
+            e => CatalogError::Unreadable {
+                path: path.to_owned(),
+                source: e.into(),
+            },
+        })?;
+        Ok(RedbCatalog {
+            db: std::sync::Arc::new(Db::Read(db)),
+            path: path.to_owned(),
+        })
     }
 
     fn storage(&self, e: impl Into<BoxError>) -> CatalogError {
@@ -107,7 +139,10 @@ impl RedbCatalog {
         &self,
         f: impl FnOnce(&redb::WriteTransaction) -> Result<(), redb::Error>,
     ) -> Result<(), CatalogError> {
-        let txn = self.db.begin_write().map_err(|e| self.storage(e))?;
+        let Db::Write(db) = &*self.db else {
+            return Err(self.storage("opened for reading only"));
+        };
+        let txn = db.begin_write().map_err(|e| self.storage(e))?;
         f(&txn).map_err(|e| self.storage(e))?;
         txn.commit().map_err(|e| self.storage(e))
     }

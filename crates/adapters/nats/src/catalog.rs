@@ -32,22 +32,21 @@ struct NamedProject {
     state: ProjectState,
 }
 
-/// What is indexed, in a NATS key-value bucket shared by every service.
-#[derive(Clone)]
-pub struct NatsCatalog {
-    store: kv::Store,
-}
-
-impl NatsCatalog {
-    /// Opens `bucket`, creating it (one revision per key) when missing.
-    pub async fn open(js: &jetstream::Context, bucket: &str) -> Result<Self, NatsError> {
-        if js.get_key_value(bucket).await.is_err() {
-            // The bucket's stream, made by hand with the key-value layout:
-            // async-nats 0.51's `create_key_value` sends settings that
-            // nats-server 2.9 answers in a shape it cannot parse.
-            js.get_or_create_stream(jetstream::stream::Config {
+/// Opens the key-value `bucket`, creating it (one revision per key) when
+/// missing.
+pub(crate) async fn open_bucket(
+    js: &jetstream::Context,
+    bucket: &str,
+    description: &str,
+) -> Result<kv::Store, NatsError> {
+    if js.get_key_value(bucket).await.is_err() {
+        // The bucket's stream, made by hand with the key-value layout:
+        // async-nats 0.51's `create_key_value` sends settings that
+        // nats-server 2.9 answers in a shape it cannot parse.
+        let created = js
+            .get_or_create_stream(jetstream::stream::Config {
                 name: format!("KV_{bucket}"),
-                description: Some("weft catalog: indexed documents by content hash".into()),
+                description: Some(description.into()),
                 subjects: vec![format!("$KV.{bucket}.>")],
                 max_messages_per_subject: 1,
                 discard: jetstream::stream::DiscardPolicy::New,
@@ -57,13 +56,38 @@ impl NatsCatalog {
                 storage: jetstream::stream::StorageType::File,
                 ..Default::default()
             })
-            .await
-            .map_err(|e| NatsError::js(format!("create key-value bucket {bucket}"), e))?;
+            .await;
+        // Services starting together race to create it: what matters is
+        // that it exists now.
+        if let Err(e) = created
+            && js.get_key_value(bucket).await.is_err()
+        {
+            return Err(NatsError::js(
+                format!("create key-value bucket {bucket}"),
+                e,
+            ));
         }
-        let store = js
-            .get_key_value(bucket)
-            .await
-            .map_err(|e| NatsError::js(format!("open key-value bucket {bucket}"), e))?;
+    }
+    js.get_key_value(bucket)
+        .await
+        .map_err(|e| NatsError::js(format!("open key-value bucket {bucket}"), e))
+}
+
+/// What is indexed, in a NATS key-value bucket shared by every service.
+#[derive(Clone)]
+pub struct NatsCatalog {
+    store: kv::Store,
+}
+
+impl NatsCatalog {
+    /// Opens `bucket`, creating it (one revision per key) when missing.
+    pub async fn open(js: &jetstream::Context, bucket: &str) -> Result<Self, NatsError> {
+        let store = open_bucket(
+            js,
+            bucket,
+            "weft catalog: indexed documents by content hash",
+        )
+        .await?;
         Ok(Self { store })
     }
 

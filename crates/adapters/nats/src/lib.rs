@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 mod catalog;
+mod registry;
 #[doc(hidden)]
 pub mod testing;
 pub mod trace;
@@ -29,6 +30,7 @@ use async_nats::jetstream::{self, stream};
 use bytes::Bytes;
 
 pub use catalog::NatsCatalog;
+pub use registry::NatsRegistry;
 pub use worker::{Delivery, Handler, Outcome, WorkerOptions, WorkerStats, run_worker};
 
 /// Header naming why a message was dead-lettered.
@@ -92,14 +94,24 @@ pub fn subject_token(project: &str) -> String {
     if token.is_empty() { "_".into() } else { token }
 }
 
-/// The subject of a document: `weft.docs.<project>.<document_id>`.
-pub fn docs_subject(project: &str, document_id: &str) -> String {
-    format!("weft.docs.{}.{document_id}", subject_token(project))
+/// The subject of a document for index generation `generation`:
+/// `weft.docs.g<generation>.<project>.<document_id>`. One pending message
+/// per subject: a newer version replaces an unprocessed older one of the
+/// same generation, never a rebuild's message an incremental crawl's.
+pub fn docs_subject(generation: u32, project: &str, document_id: &str) -> String {
+    format!(
+        "weft.docs.g{generation}.{}.{document_id}",
+        subject_token(project)
+    )
 }
 
-/// The subject of a document's chunk batches: `weft.chunks.<project>.<document_id>`.
-pub fn chunks_subject(project: &str, document_id: &str) -> String {
-    format!("weft.chunks.{}.{document_id}", subject_token(project))
+/// The subject of a document's chunk batches for index generation
+/// `generation`: `weft.chunks.g<generation>.<project>.<document_id>`.
+pub fn chunks_subject(generation: u32, project: &str, document_id: &str) -> String {
+    format!(
+        "weft.chunks.g{generation}.{}.{document_id}",
+        subject_token(project)
+    )
 }
 
 /// Where NATS is and how weft's streams, consumers and catalog bucket are
@@ -114,8 +126,11 @@ pub struct NatsOptions {
     pub chunks_stream: String,
     /// Stream of messages that failed `max_deliver` times, with their error.
     pub dead_letter_stream: String,
-    /// Key-value bucket of the catalog (what is indexed, by content hash).
+    /// Key-value bucket of the catalog (what is indexed, by content hash);
+    /// generation N > 0 has `<catalog_bucket>_g<N>`.
     pub catalog_bucket: String,
+    /// Key-value bucket of the index generations record.
+    pub generations_bucket: String,
     /// Messages a consumer may have unacknowledged at once.
     pub max_ack_pending: i64,
     /// Deliveries of one message before it goes to the dead-letter stream.
@@ -134,6 +149,7 @@ impl Default for NatsOptions {
             chunks_stream: "WEFT_CHUNKS".into(),
             dead_letter_stream: "WEFT_DEAD".into(),
             catalog_bucket: "weft-catalog".into(),
+            generations_bucket: "weft-generations".into(),
             max_ack_pending: 64,
             max_deliver: 5,
             ack_wait_secs: 60,
@@ -281,9 +297,71 @@ impl Jet {
         Ok(info.state.messages)
     }
 
-    /// The catalog in the configured key-value bucket (created when missing).
+    /// Messages stored in `stream` on subjects matching `subjects` (a
+    /// subject with wildcards): for a work queue, those not yet handled.
+    pub async fn stream_messages_on(&self, stream: &str, subjects: &str) -> Result<u64, NatsError> {
+        use futures::StreamExt as _;
+        let s = self
+            .js
+            .get_stream(stream)
+            .await
+            .map_err(|e| NatsError::js(format!("get stream {stream}"), e))?;
+        let mut counts = s
+            .info_with_subjects(subjects)
+            .await
+            .map_err(|e| NatsError::js(format!("stream info {stream} {subjects}"), e))?;
+        let mut total = 0u64;
+        while let Some(item) = counts.next().await {
+            let (_, n) =
+                item.map_err(|e| NatsError::js(format!("stream info {stream} {subjects}"), e))?;
+            total += n as u64;
+        }
+        Ok(total)
+    }
+
+    /// A key-value bucket of its own (created when missing), e.g. for a
+    /// service's run records.
+    pub async fn bucket(
+        &self,
+        name: &str,
+        description: &str,
+    ) -> Result<async_nats::jetstream::kv::Store, NatsError> {
+        catalog::open_bucket(&self.js, name, description).await
+    }
+
+    /// The catalog of generation 0 in the configured key-value bucket
+    /// (created when missing).
     pub async fn catalog(&self) -> Result<NatsCatalog, NatsError> {
-        NatsCatalog::open(&self.js, &self.config.catalog_bucket).await
+        self.catalog_of(0).await
+    }
+
+    /// The catalog of index generation `generation`: the configured bucket
+    /// for 0, `<bucket>_g<N>` after (created when missing).
+    pub async fn catalog_of(&self, generation: u32) -> Result<NatsCatalog, NatsError> {
+        let bucket = weft_core::generations::store_name(&self.config.catalog_bucket, generation);
+        NatsCatalog::open(&self.js, &bucket).await
+    }
+
+    /// Removes the catalog bucket of `generation` (not 0's while it may be
+    /// live: the caller decides). A missing bucket is not an error.
+    pub async fn delete_catalog_of(&self, generation: u32) -> Result<(), NatsError> {
+        let bucket = weft_core::generations::store_name(&self.config.catalog_bucket, generation);
+        match self.js.delete_stream(format!("KV_{bucket}")).await {
+            Ok(_) => Ok(()),
+            Err(e) if self.js.get_stream(format!("KV_{bucket}")).await.is_err() => {
+                tracing::debug!("catalog bucket {bucket} already gone: {e}");
+                Ok(())
+            }
+            Err(e) => Err(NatsError::js(
+                format!("delete key-value bucket {bucket}"),
+                e,
+            )),
+        }
+    }
+
+    /// The index generations record (its bucket created when missing).
+    pub async fn registry(&self) -> Result<NatsRegistry, NatsError> {
+        NatsRegistry::open(&self.js, &self.config.generations_bucket).await
     }
 
     /// Flushes what the client buffered.

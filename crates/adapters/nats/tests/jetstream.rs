@@ -106,15 +106,15 @@ async fn the_catalog_bucket_is_a_catalog() {
 async fn a_newer_document_replaces_an_unprocessed_older_one() {
     let server = NatsServer::start();
     let jet = Jet::connect(&server.config()).await.unwrap();
-    let subject = docs_subject("my project", "0123456789abcdef");
-    assert_eq!(subject, "weft.docs.my_project.0123456789abcdef");
+    let subject = docs_subject(0, "my project", "0123456789abcdef");
+    assert_eq!(subject, "weft.docs.g0.my_project.0123456789abcdef");
     for version in ["v1", "v2", "v3"] {
         jet.publish(subject.clone(), HeaderMap::new(), version.into())
             .await
             .unwrap();
     }
     jet.publish(
-        docs_subject("p", "fedcba9876543210"),
+        docs_subject(0, "p", "fedcba9876543210"),
         HeaderMap::new(),
         "other".into(),
     )
@@ -159,7 +159,7 @@ async fn workers_ack_retry_and_dead_letter() {
         .enumerate()
     {
         jet.publish(
-            docs_subject("p", &format!("{i:016x}")),
+            docs_subject(0, "p", &format!("{i:016x}")),
             root.headers(),
             payload.as_bytes().to_vec().into(),
         )
@@ -226,12 +226,12 @@ async fn workers_ack_retry_and_dead_letter() {
     let (subject, payload, error, deliveries, original) = &letters[0];
     assert_eq!(payload, "poison");
     assert!(
-        subject.starts_with("weft.dead.chunker.docs.p."),
+        subject.starts_with("weft.dead.chunker.docs.g0.p."),
         "{subject}"
     );
     assert_eq!(error, "cannot handle poison");
     assert_eq!(deliveries, "3");
-    assert!(original.starts_with("weft.docs.p."));
+    assert!(original.starts_with("weft.docs.g0.p."));
     assert_eq!(letters[1].1, "malformed");
     assert_eq!(letters[1].2, "not a document at all");
 }
@@ -251,4 +251,96 @@ async fn a_dead_server_is_a_clear_error() {
     let text = error.to_string();
     assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
     assert!(text.contains("cannot connect to NATS"), "{text}");
+}
+
+/// The generations record: a deployment that never recorded one reads as
+/// generation 0 live; concurrent changes all land (compare-and-swap); a
+/// transition that is not allowed changes nothing; each generation has
+/// its own catalog bucket, removable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_generations_record_is_changed_atomically() {
+    use weft_core::generations::{GenerationError, GenerationState, Generations};
+    use weft_core::ports::{GenerationRegistry, RegistryError};
+    let server = NatsServer::start();
+    let jet = Jet::connect(&server.config()).await.unwrap();
+    let registry = Arc::new(jet.registry().await.unwrap());
+    let record = registry.load().await.unwrap();
+    assert_eq!(record.live_number(), Some(0));
+
+    // Sixteen writers begin and abort generations at once: none is lost.
+    let writers = (0..16).map(|i| {
+        let registry = registry.clone();
+        tokio::spawn(async move {
+            registry
+                .update(&|g: &mut Generations| {
+                    let n = g.begin(i, Some(0))?;
+                    g.abort(n, i, "test")
+                })
+                .await
+        })
+    });
+    for joined in futures::future::join_all(writers).await {
+        joined.unwrap().unwrap();
+    }
+    let record = registry.load().await.unwrap();
+    assert_eq!(record.generations.len(), 17, "{record:?}");
+    let numbers: std::collections::BTreeSet<u32> =
+        record.generations.iter().map(|g| g.number).collect();
+    assert_eq!(numbers.len(), 17, "every generation got its own number");
+
+    // Only one rebuild at a time; a refused change changes nothing.
+    let building = registry
+        .update(&|g: &mut Generations| g.begin(100, Some(0)).map(|_| ()))
+        .await
+        .unwrap()
+        .building()
+        .unwrap()
+        .number;
+    let refused = registry
+        .update(&|g: &mut Generations| g.begin(101, Some(0)).map(|_| ()))
+        .await;
+    assert!(matches!(
+        refused,
+        Err(RegistryError::Transition(GenerationError::AlreadyBuilding(n))) if n == building
+    ));
+    registry
+        .update(&|g: &mut Generations| g.switch_to(building, 102))
+        .await
+        .unwrap();
+    let record = registry.load().await.unwrap();
+    assert_eq!(record.live_number(), Some(building));
+    assert_eq!(record.get(0).unwrap().state, GenerationState::Retired);
+
+    // Per-generation catalogs, removable.
+    let catalog = jet.catalog_of(building).await.unwrap();
+    catalog
+        .put_documents(&[record_of("p", "a.md")])
+        .await
+        .unwrap();
+    assert_eq!(
+        jet.catalog()
+            .await
+            .unwrap()
+            .documents(None)
+            .await
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(catalog.documents(None).await.unwrap().len(), 1);
+    jet.delete_catalog_of(building).await.unwrap();
+    jet.delete_catalog_of(building).await.unwrap();
+    assert!(
+        jet.catalog_of(building)
+            .await
+            .unwrap()
+            .documents(None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+fn record_of(project: &str, uri: &str) -> DocumentRecord {
+    record(project, uri, "h")
 }

@@ -256,6 +256,37 @@ impl MeiliTextIndex {
         }
     }
 
+    /// Removes index `uid` of the server at `url` without creating
+    /// anything (an index generation no longer served), waiting for the
+    /// task: `false` when there was none.
+    pub async fn drop_index(
+        url: &str,
+        api_key: Option<String>,
+        uid: &str,
+    ) -> Result<bool, MeiliIndexError> {
+        let request = |what, e: meilisearch_sdk::errors::Error| MeiliIndexError::Request {
+            what,
+            index: uid.to_owned(),
+            message: format!("{e} ({url})"),
+        };
+        let client = Client::new(url, api_key).map_err(|e| request("connect", e))?;
+        let this = Self {
+            index: client.index(uid),
+            client,
+        };
+        match this.client.get_index(uid).await {
+            Ok(_) => {}
+            Err(meilisearch_sdk::errors::Error::Meilisearch(e))
+                if e.error_code == meilisearch_sdk::errors::ErrorCode::IndexNotFound =>
+            {
+                return Ok(false);
+            }
+            Err(e) => return Err(request("open index", e)),
+        }
+        this.delete_index().await?;
+        Ok(true)
+    }
+
     /// The index's uid.
     pub fn uid(&self) -> &str {
         &self.index.uid

@@ -104,6 +104,9 @@ pub enum TextIndexError {
     /// A stored document has no chunk payload.
     #[error("text index: a stored document has no chunk payload")]
     MissingPayload,
+    /// A write to an index opened for reading only.
+    #[error("text index: opened for reading only")]
+    ReadOnly,
 }
 
 #[derive(Clone, Copy)]
@@ -189,7 +192,8 @@ fn analyzer() -> TextAnalyzer {
 #[derive(Clone)]
 pub struct TantivyTextIndex {
     reader: IndexReader,
-    writer: Arc<Mutex<IndexWriter>>,
+    /// `None`: opened read-only ([`TantivyTextIndex::open_read_only`]).
+    writer: Option<Arc<Mutex<IndexWriter>>>,
     fields: Fields,
 }
 
@@ -255,23 +259,62 @@ impl TantivyTextIndex {
             .map_err(|e| unreadable(&e))?;
         Ok(TantivyTextIndex {
             reader,
-            writer: Arc::new(Mutex::new(writer)),
+            writer: Some(Arc::new(Mutex::new(writer))),
             fields,
         })
     }
 
-    fn writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
+    /// Opens the index in `dir` for searching only: no writer, so any
+    /// number of processes read it at once (and a writer elsewhere is not
+    /// blocked). Writes fail with [`TextIndexError::ReadOnly`]. An index in
+    /// another [`TEXT_FORMAT`], or none, is an error.
+    pub fn open_read_only(dir: &Path) -> Result<Self, TextIndexError> {
+        let unreadable = |e: &dyn std::fmt::Display| TextIndexError::Unreadable {
+            dir: dir.to_owned(),
+            source: e.to_string().into(),
+        };
+        match Self::format_in(dir)? {
+            Some(found) if found != TEXT_FORMAT => {
+                return Err(TextIndexError::OtherFormat {
+                    dir: dir.to_owned(),
+                    found,
+                    expected: TEXT_FORMAT,
+                });
+            }
+            Some(_) => {}
+            None => return Err(unreadable(&"no text index here")),
+        }
+        let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| unreadable(&e))?;
+        let index = Index::open(directory).map_err(|e| unreadable(&e))?;
+        index.tokenizers().register(CODE_TOKENIZER, analyzer());
+        let (_, fields) = schema();
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| unreadable(&e))?;
+        Ok(TantivyTextIndex {
+            reader,
+            writer: None,
+            fields,
+        })
+    }
+
+    fn writer(&self) -> Result<std::sync::MutexGuard<'_, IndexWriter>, TextIndexError> {
         // A panic while holding the lock leaves the writer usable: tantivy
         // discards uncommitted operations on the next commit or rollback.
-        self.writer
+        Ok(self
+            .writer
+            .as_ref()
+            .ok_or(TextIndexError::ReadOnly)?
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
     /// Adds or replaces chunks (by id). Visible after [`Self::commit`].
     pub fn upsert(&self, chunks: &[Chunk]) -> Result<(), TextIndexError> {
         let f = self.fields;
-        let writer = self.writer();
+        let writer = self.writer()?;
         for c in chunks {
             let id = c.id().to_string();
             writer.delete_term(Term::from_field_text(f.id, &id));
@@ -321,23 +364,26 @@ impl TantivyTextIndex {
             Bound::Included(Term::from_field_u64(f.chunk_index, u64::from(from))),
             Bound::Unbounded,
         ));
-        self.writer().delete_query(Box::new(BooleanQuery::new(vec![
-            (Occur::Must, doc_term),
-            (Occur::Must, range),
-        ])))?;
+        self.writer()?
+            .delete_query(Box::new(BooleanQuery::new(vec![
+                (Occur::Must, doc_term),
+                (Occur::Must, range),
+            ])))?;
         Ok(())
     }
 
     /// Deletes every chunk of `project`. Visible after [`Self::commit`].
     pub fn delete_project(&self, project: &str) -> Result<(), TextIndexError> {
-        self.writer()
+        self.writer()?
             .delete_term(Term::from_field_text(self.fields.project, project));
         Ok(())
     }
 
     /// Makes every change so far durable and visible to searches.
     pub fn commit(&self) -> Result<(), TextIndexError> {
-        self.writer().commit()?;
+        if self.writer.is_some() {
+            self.writer()?.commit()?;
+        }
         self.reader.reload()?;
         Ok(())
     }

@@ -82,6 +82,9 @@ pub enum VectorIndexError {
         #[source]
         source: BoxError,
     },
+    /// A write to an index opened for reading only.
+    #[error("vector index {0} is opened for reading only")]
+    ReadOnly(PathBuf),
     /// Vectors and chunks do not pair up.
     #[error("{chunks} chunks but {vectors} vectors, or a vector of the wrong length")]
     Mismatch {
@@ -105,6 +108,22 @@ pub struct EdgeVectorIndex {
     shard: Arc<EdgeShard>,
     dimension: usize,
     path: PathBuf,
+    /// Opened for reading only: the private directory the shard was
+    /// loaded through (removed when the last clone is dropped).
+    reader: Option<Arc<ReaderDir>>,
+}
+
+/// The write-ahead log segment size of a reader, which writes nothing.
+const READER_LOG_BYTES: usize = 64 * 1024;
+
+/// A reader's private view of a shard: its own empty write-ahead log and
+/// links to the shard's segments.
+struct ReaderDir(PathBuf);
+
+impl Drop for ReaderDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl std::fmt::Debug for EdgeVectorIndex {
@@ -155,6 +174,7 @@ impl EdgeVectorIndex {
                 shard: Arc::new(shard),
                 dimension,
                 path: dir.to_owned(),
+                reader: None,
             });
         }
         std::fs::create_dir_all(dir).map_err(|e| unreadable(e.into()))?;
@@ -199,7 +219,93 @@ impl EdgeVectorIndex {
             shard: Arc::new(shard),
             dimension,
             path: dir.to_owned(),
+            reader: None,
         })
+    }
+
+    /// Opens the shard in `dir` for searching only, beside any number of
+    /// other readers. qdrant-edge locks a shard's write-ahead log for the
+    /// process that opens it; a reader instead loads the shard through a
+    /// private directory under `dir`'s parent (`<dir>.readers/`) holding an
+    /// empty log of its own and links to the shard's segments. The shard
+    /// must be complete (flushed) and written by no one while it is read:
+    /// what an index generation is once live. Writes fail.
+    pub fn open_read_only(dir: &Path, dimension: usize) -> Result<Self, VectorIndexError> {
+        let unreadable = |source: BoxError| VectorIndexError::Unreadable {
+            path: dir.to_owned(),
+            source,
+        };
+        let segments = dir.join("segments");
+        if !dir.join("edge_config.json").exists() || !segments.is_dir() {
+            return Err(unreadable("no vector index here".into()));
+        }
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "vectors".into());
+        let readers = dir.with_file_name(format!("{name}.readers"));
+        std::fs::create_dir_all(&readers).map_err(|e| unreadable(e.into()))?;
+        let private = readers.join(format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        let view = ReaderDir(private.clone());
+        let private_segments = private.join("segments");
+        std::fs::create_dir_all(&private_segments).map_err(|e| unreadable(e.into()))?;
+        for entry in std::fs::read_dir(dir).map_err(|e| unreadable(e.into()))? {
+            let entry = entry.map_err(|e| unreadable(e.into()))?;
+            let kind = entry.file_type().map_err(|e| unreadable(e.into()))?;
+            if kind.is_file() {
+                std::fs::copy(entry.path(), private.join(entry.file_name()))
+                    .map_err(|e| unreadable(e.into()))?;
+            }
+        }
+        for entry in std::fs::read_dir(&segments).map_err(|e| unreadable(e.into()))? {
+            let entry = entry.map_err(|e| unreadable(e.into()))?;
+            let target = std::fs::canonicalize(entry.path()).map_err(|e| unreadable(e.into()))?;
+            std::os::unix::fs::symlink(&target, private_segments.join(entry.file_name()))
+                .map_err(|e| unreadable(e.into()))?;
+        }
+        // A reader writes no log: a small one, not qdrant's 2 × 32 MiB.
+        let mut config = match qdrant_edge::EdgeConfig::load(&private) {
+            Some(config) => config.map_err(|e| unreadable(e.into()))?,
+            None => return Err(unreadable("no edge_config.json".into())),
+        };
+        config.wal_options = Some(qdrant_edge::WalOptions {
+            segment_capacity: READER_LOG_BYTES,
+            ..Default::default()
+        });
+        let shard = EdgeShard::load(&private, Some(config)).map_err(|e| unreadable(e.into()))?;
+        let found = shard
+            .config()
+            .vectors
+            .get(DEFAULT_VECTOR_NAME)
+            .map(|v| v.size)
+            .ok_or_else(|| unreadable("it has no default dense vector".into()))?;
+        if found != dimension {
+            return Err(VectorIndexError::DimensionMismatch {
+                path: dir.to_owned(),
+                expected: dimension,
+                found,
+            });
+        }
+        Ok(Self {
+            shard: Arc::new(shard),
+            dimension,
+            path: dir.to_owned(),
+            reader: Some(Arc::new(view)),
+        })
+    }
+
+    fn writable(&self) -> Result<(), VectorIndexError> {
+        match self.reader {
+            Some(_) => Err(VectorIndexError::ReadOnly(self.path.clone())),
+            None => Ok(()),
+        }
     }
 
     /// The length of the stored vectors.
@@ -215,6 +321,7 @@ impl EdgeVectorIndex {
         vectors: &[Vec<f32>],
         keys: &[String],
     ) -> Result<(), VectorIndexError> {
+        self.writable()?;
         if chunks.len() != vectors.len()
             || keys.len() != chunks.len()
             || vectors.iter().any(|v| v.len() != self.dimension)
@@ -265,6 +372,7 @@ impl EdgeVectorIndex {
     }
 
     fn delete_by(&self, filter: Value) -> Result<(), VectorIndexError> {
+        self.writable()?;
         let filter: Filter = serde_json::from_value(filter).map_err(op)?;
         self.shard
             .update(UpdateOperation::PointOperation(
@@ -445,6 +553,9 @@ impl EdgeVectorIndex {
 
     /// Flushes to disk: what was written is durable (and searchable).
     pub fn commit_blocking(&self) -> Result<(), VectorIndexError> {
+        if self.reader.is_some() {
+            return Ok(()); // nothing written; the shard is not ours to flush
+        }
         self.shard.flush();
         Ok(())
     }
@@ -452,6 +563,7 @@ impl EdgeVectorIndex {
     /// Runs the optimizers (HNSW building, vacuum) and flushes. Call it once
     /// after a bulk load, not per batch: each run revisits grown segments.
     pub fn optimize_blocking(&self) -> Result<(), VectorIndexError> {
+        self.writable()?;
         self.shard.optimize().map_err(op)?;
         self.shard.flush();
         Ok(())

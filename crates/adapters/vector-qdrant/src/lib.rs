@@ -131,6 +131,116 @@ impl QdrantVectorIndex {
         Ok(index)
     }
 
+    /// Removes the collection `collection` of the server at `url` without
+    /// creating anything (an index generation no longer served): `false`
+    /// when there was none.
+    pub async fn drop_collection(
+        url: &str,
+        api_key: Option<String>,
+        collection: &str,
+    ) -> Result<bool, QdrantIndexError> {
+        let client = admin_client(url, api_key)?;
+        let request = |what, e: qdrant_client::QdrantError| QdrantIndexError::Request {
+            what,
+            collection: collection.to_owned(),
+            source: e.into(),
+        };
+        if !client
+            .collection_exists(collection)
+            .await
+            .map_err(|e| request("check collection", e))?
+        {
+            return Ok(false);
+        }
+        client
+            .delete_collection(collection)
+            .await
+            .map_err(|e| request("delete collection", e))?;
+        Ok(true)
+    }
+
+    /// Points the collection alias `alias` at `collection` in **one**
+    /// `UpdateAliases` call (the alias's old target, if any, is let go in
+    /// the same atomic change): what readers that address the collection by
+    /// its alias see switch at once. `Ok(false)` when a collection is named
+    /// `alias` itself (an index made before generations, generation 0):
+    /// the alias can be made once it is removed.
+    pub async fn point_alias(
+        url: &str,
+        api_key: Option<String>,
+        alias: &str,
+        collection: &str,
+    ) -> Result<bool, QdrantIndexError> {
+        use qdrant_client::qdrant::{
+            AliasOperations, ChangeAliases, CreateAlias, DeleteAlias, alias_operations::Action,
+            collections_client::CollectionsClient,
+        };
+        let request = |what, e: BoxError| QdrantIndexError::Request {
+            what,
+            collection: collection.to_owned(),
+            source: e,
+        };
+        let client = admin_client(url, api_key.clone())?;
+        let aliases = client
+            .list_aliases()
+            .await
+            .map_err(|e| request("list aliases", e.into()))?;
+        let exists = aliases.aliases.iter().any(|a| a.alias_name == alias);
+        if !exists
+            && client
+                .collection_exists(alias)
+                .await
+                .map_err(|e| request("check collection", e.into()))?
+        {
+            return Ok(false);
+        }
+        let mut actions = Vec::new();
+        if exists {
+            actions.push(AliasOperations {
+                action: Some(Action::DeleteAlias(DeleteAlias {
+                    alias_name: alias.to_owned(),
+                })),
+            });
+        }
+        actions.push(AliasOperations {
+            action: Some(Action::CreateAlias(CreateAlias {
+                collection_name: collection.to_owned(),
+                alias_name: alias.to_owned(),
+            })),
+        });
+        // The client's own alias calls send one action each; the generated
+        // gRPC client sends both in one atomic request.
+        let channel = tonic::transport::Endpoint::from_shared(url.to_owned())
+            .map_err(|e| QdrantIndexError::Connect {
+                url: url.to_owned(),
+                source: e.into(),
+            })?
+            .connect()
+            .await
+            .map_err(|e| QdrantIndexError::Connect {
+                url: url.to_owned(),
+                source: e.into(),
+            })?;
+        let mut change = tonic::Request::new(ChangeAliases {
+            actions,
+            timeout: None,
+        });
+        if let Some(key) = &api_key {
+            let value = key.parse().map_err(|_| {
+                request(
+                    "update aliases",
+                    "the API key is not a valid header value".into(),
+                )
+            })?;
+            change.metadata_mut().insert("api-key", value);
+        }
+        CollectionsClient::new(channel)
+            .update_aliases(change)
+            .await
+            .map_err(|e| request("update aliases", e.into()))?;
+        Ok(true)
+    }
+
     /// The collection's name.
     pub fn collection(&self) -> &str {
         &self.collection
@@ -300,6 +410,18 @@ fn decode(
         id: id_text(id),
         source,
     })
+}
+
+/// A client for collection-level calls.
+fn admin_client(url: &str, api_key: Option<String>) -> Result<Qdrant, QdrantIndexError> {
+    Qdrant::from_url(url)
+        .api_key(api_key)
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .map_err(|e| QdrantIndexError::Connect {
+            url: url.to_owned(),
+            source: e.into(),
+        })
 }
 
 /// The filter of a [`SearchFilter`].

@@ -1,0 +1,181 @@
+//! The crawler as an organisation-wide job, through the `weft-crawler`
+//! binary against a real nats-server: a job killed halfway and started
+//! again does not crawl the sources it finished; a job that ran to its
+//! end, failed sources and all, is not continued but run again.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use weft_nats::testing::NatsServer;
+
+fn crawler(server: &NatsServer, manifest: &Path, checkouts: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_weft-crawler"));
+    command
+        .arg("--manifest")
+        .arg(manifest)
+        .args(["--json", "--concurrency", "1", "--nats-url"])
+        .arg(server.url())
+        .arg("--checkout-dir")
+        .arg(checkouts)
+        .env("WEFT__CRAWL__ALLOW_PRIVATE_NETWORKS", "127.0.0.0/8")
+        .env("WEFT__CRAWL__TIMEOUT_SECS", "600")
+        .env("WEFT_LOG", "info");
+    command
+}
+
+/// A site on `listener` that answers every request with one small page.
+fn serve_site(listener: TcpListener) {
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let body =
+                "<html><body><main><h1>Site</h1><p>The site's only page.</p></main></body></html>";
+            let path = String::from_utf8_lossy(&buf);
+            let (status, body) = if path.starts_with("GET / ") || path.starts_with("GET /index") {
+                ("200 OK", body)
+            } else {
+                ("404 Not Found", "")
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+}
+
+#[test]
+fn a_job_killed_halfway_continues_where_it_stopped() {
+    let server = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let checkouts = tempfile::tempdir().unwrap();
+    for name in ["alpha", "gamma"] {
+        let source = dir.path().join(name);
+        std::fs::create_dir_all(&source).unwrap();
+        std::fs::write(
+            source.join("guide.md"),
+            format!("# {name}\n\nThe {name} guide.\n"),
+        )
+        .unwrap();
+    }
+    // The second source is a site that accepts connections and never
+    // answers: the job hangs there, after finishing the first.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let manifest = dir.path().join("org.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[[sources]]\nsource = \"alpha\"\n\n[[sources]]\nsource = \"http://{addr}/\"\nproject = \"site\"\n\n[[sources]]\nsource = \"gamma\"\n"
+        ),
+    )
+    .unwrap();
+    let mut first = crawler(&server, &manifest, checkouts.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = first.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the first source ends");
+        if line.contains("[1/3] alpha") {
+            break;
+        }
+    }
+    // The crawler now waits on the silent site: kill it (a Job's pod lost).
+    std::thread::sleep(Duration::from_millis(500));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    drop(listener);
+
+    // Started again, with the site answering now.
+    let listener = TcpListener::bind(addr).unwrap();
+    serve_site(listener);
+    let out = crawler(&server, &manifest, checkouts.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["resumed"], true, "{json:#}");
+    let done: Vec<&str> = json["already_done"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect();
+    assert_eq!(done.len(), 1, "{json:#}");
+    assert!(done[0].ends_with("alpha"), "{json:#}");
+    let crawled: Vec<&str> = json["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["project"].as_str())
+        .collect();
+    assert_eq!(crawled.len(), 2, "{json:#}");
+    assert!(
+        crawled.contains(&"site") && crawled.contains(&"gamma"),
+        "{json:#}"
+    );
+
+    // That run ran to its end: the next one starts afresh (every source
+    // listed again; nothing changed, so nothing is published).
+    let out = crawler(&server, &manifest, checkouts.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["resumed"], false, "{json:#}");
+    assert_eq!(json["sources"].as_array().unwrap().len(), 3, "{json:#}");
+    assert!(
+        json["already_done"].as_array().unwrap().is_empty(),
+        "{json:#}"
+    );
+}
+
+#[test]
+fn every_source_failing_fails_the_job() {
+    let server = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let checkouts = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("org.toml");
+    std::fs::write(
+        &manifest,
+        "[[sources]]\nsource = \"https://127.0.0.1:9/nowhere.git\"\nproject = \"a\"\n",
+    )
+    .unwrap();
+    let out = crawler(&server, &manifest, checkouts.path())
+        .env_remove("WEFT__CRAWL__ALLOW_PRIVATE_NETWORKS")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["failed"].as_array().unwrap().len(), 1, "{json:#}");
+}
