@@ -134,10 +134,13 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
     })
 }
 
+/// A followed live index and the task following it.
+type Followed = (LiveQuery, Arc<tokio::task::JoinHandle<()>>);
+
 /// The local index's live generation, once there is one, followed.
 #[derive(Clone, Default)]
 struct LocalIndex {
-    live: Arc<std::sync::RwLock<Option<(LiveQuery, Arc<tokio::task::JoinHandle<()>>)>>>,
+    live: Arc<std::sync::RwLock<Option<Followed>>>,
 }
 
 impl LocalIndex {
@@ -157,18 +160,18 @@ impl LocalIndex {
     /// The parts of the live generation, for each call.
     fn provider(&self, ctx: &Context) -> PartsProvider {
         let this = self.clone();
-        let dir = ctx.data_dir().path().to_owned();
+        let data = ctx.data_dir();
         Arc::new(move || {
             let live = this.get().ok_or_else(|| {
                 BackendError::Unsupported(format!(
                     "nothing is indexed in {} yet: call the index tool first",
-                    dir.display()
+                    data.path().display()
                 ))
             })?;
             let stack = live.current();
-            let catalog = stack.catalog.clone().ok_or_else(|| {
-                BackendError::Unsupported("the index has no catalog in the data directory".into())
-            })?;
+            let catalog = stack
+                .catalog_now(&data)
+                .map_err(|e| BackendError::Unsupported(e.to_string()))?;
             Ok(EmbeddedParts {
                 engine: stack.engine.clone(),
                 vectors: stack.vectors.clone(),

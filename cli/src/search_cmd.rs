@@ -121,10 +121,7 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
     if let Some(max_tokens) = args.max_tokens {
         // Citations carry each project's indexed commit, from the catalog
         // of the generation searched.
-        let revisions = match &stack.catalog {
-            Some(catalog) => runtime.block_on(catalog.revisions())?,
-            None => Default::default(),
-        };
+        let revisions = runtime.block_on(stack.catalog_now(&ctx.data_dir())?.revisions())?;
         return print_pack(args, max_tokens, &response, &revisions);
     }
     if args.json {

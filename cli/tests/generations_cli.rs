@@ -105,10 +105,13 @@ impl Drop for Server {
     }
 }
 
+/// A chunk's key (document id, index) and its (start byte, end byte, hash).
+type CutChunk = ((String, u64), (u64, u64, String));
+
 /// One answered query: its generation and chunks.
 struct Answer {
     generation: u32,
-    chunks: Vec<((String, u64), (u64, u64, String))>,
+    chunks: Vec<CutChunk>,
     at: Instant,
 }
 

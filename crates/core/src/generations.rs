@@ -255,6 +255,16 @@ impl Generations {
         dimension: usize,
     ) -> Result<(), GenerationError> {
         let generation = self.get_mut(number)?;
+        if !matches!(
+            generation.state,
+            GenerationState::Live | GenerationState::Building
+        ) {
+            return Err(GenerationError::WrongState {
+                number,
+                state: generation.state,
+                expected: GenerationState::Building,
+            });
+        }
         match (&generation.model, generation.dimension) {
             (Some(recorded), Some(recorded_dimension))
                 if recorded != model || recorded_dimension != dimension =>
@@ -280,6 +290,10 @@ impl Generations {
     /// retired (at `now`).
     pub fn switch_to(&mut self, number: u32, now: u64) -> Result<(), GenerationError> {
         let state = self.get_mut(number)?.state;
+        // Switching to what is live already is done (a retried write).
+        if state == GenerationState::Live && self.live == Some(number) {
+            return Ok(());
+        }
         if state != GenerationState::Building {
             return Err(GenerationError::WrongState {
                 number,
@@ -385,12 +399,18 @@ mod tests {
         assert_eq!(g.removable(30, 10), vec![0]);
         g.forget(0).unwrap();
         assert!(g.get(0).is_none());
-        // The live one can be neither forgotten nor switched to again.
+        // The live one cannot be forgotten; switching to it again is done.
         assert!(g.forget(1).is_err());
+        g.switch_to(1, 40).unwrap();
+        assert_eq!(g.get(1).unwrap().switched_at, Some(20));
+        // A retired one cannot be switched to, nor given a model.
+        let b = g.begin(50, Some(1)).unwrap();
+        g.switch_to(b, 60).unwrap();
         assert!(matches!(
-            g.switch_to(1, 40),
+            g.switch_to(1, 70),
             Err(GenerationError::WrongState { .. })
         ));
+        assert!(g.record_model(1, "m", 8).is_err());
     }
 
     #[test]

@@ -219,6 +219,16 @@ pub trait GenerationRegistry: Send + Sync {
     /// compare-and-swap: a concurrent writer's change is never lost); the
     /// record as written.
     async fn update(&self, change: &GenerationChange<'_>) -> Result<Generations, RegistryError>;
+    /// Says that `reader` (a process) reads `generation` now, so it is not
+    /// removed under it; a registry that needs no such word (the data
+    /// directory's: readers hold a lease there) ignores it.
+    async fn reading(&self, _reader: &str, _generation: u32) -> PortResult<()> {
+        Ok(())
+    }
+    /// The generations readers said they read recently.
+    async fn read_generations(&self) -> PortResult<Vec<u32>> {
+        Ok(Vec::new())
+    }
 }
 
 /// Turns texts into unit vectors.

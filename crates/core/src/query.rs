@@ -127,6 +127,13 @@ impl QueryEngine {
         &self.config
     }
 
+    /// The model that embeds queries and its dimension, if the engine has one.
+    pub fn embedder_model(&self) -> Option<(String, usize)> {
+        self.embedder
+            .as_ref()
+            .map(|e| (e.model_id().to_owned(), e.dimension()))
+    }
+
     /// Whether a reranker is configured.
     pub fn has_reranker(&self) -> bool {
         self.reranker.is_some()

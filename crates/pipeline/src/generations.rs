@@ -275,8 +275,8 @@ pub struct GenerationBuild {
 
 impl GenerationBuild {
     /// Starts the generation an index run writes: the building one an
-    /// interrupted run left (when it was begun beside the same live
-    /// generation for the same model), else a new one recorded with
+    /// interrupted first index left (nothing is live yet; same model), else
+    /// a new one recorded with
     /// `model` of `dimension`. Under the data directory's write lock: a
     /// building generation found is an interrupted run's. `model_changed`
     /// starts it empty.
@@ -297,7 +297,12 @@ impl GenerationBuild {
         if let Some(building) = record.building() {
             let number = building.number;
             let same_model = building.model.as_deref().is_none_or(|m| m == model);
-            if building.based_on == live_number && same_model && !model_changed {
+            // Only a first index is continued: it has no base to lose. A
+            // build begun beside a live generation is begun again (copying
+            // the live one is cheap; continuing one whose copy was cut
+            // short could switch to an index without the other projects).
+            if building.based_on.is_none() && live_number.is_none() && same_model && !model_changed
+            {
                 tracing::info!(
                     generation = number,
                     "continuing the index generation an interrupted run left"

@@ -180,7 +180,12 @@ pub async fn index_sources(
     .await;
     match result {
         Ok(mut outcome) => {
-            outcome.generation.collected = collect_garbage(&data)?;
+            // The switch is done: a generation that cannot be removed now
+            // is removed by a later run.
+            match collect_garbage(&data) {
+                Ok(collected) => outcome.generation.collected = collected,
+                Err(e) => tracing::warn!("cannot remove old index generations yet: {e}"),
+            }
             Ok(outcome)
         }
         Err(e) => {
@@ -285,26 +290,48 @@ async fn build_generation(
         });
     }
     // An index in an older text format than this weft reads is rebuilt
-    // (in the new generation) even when no document changed.
-    if indexer.written_stores().is_none()
-        && let Some(live) = &build.live
-        && crate::embedded::text_is_outdated(live.path())
-    {
+    // (in the new generation) even when no document changed; a continued
+    // first index is switched to even when its interrupted run had
+    // written everything.
+    let outdated = build
+        .live
+        .as_ref()
+        .is_some_and(|live| crate::embedded::text_is_outdated(live.path()));
+    if indexer.written_stores().is_none() && (outdated || build.resumed) {
         indexer.stores().await?;
     }
     let Some(stores) = indexer.written_stores().cloned() else {
         // Nothing changed: the live generation stays as it is.
         drop(indexer);
         drop(catalog);
-        if !build.resumed || build.live.is_some() {
-            build.abort("nothing to write")?;
-        }
+        build.abort("nothing to write")?;
         outcome.generation.written = None;
         outcome.generation.live = build.live.as_ref().map(|g| g.number());
         return Ok(outcome);
     };
     stores.vectors.commit().await?;
     stores.text.commit().await?;
+    // A generation never goes live without a project the live one has
+    // (no command removes projects: losing one is a bug or a cut-short copy).
+    if let Some(live) = &build.live {
+        let before = project_names(live)?;
+        let after: HashSet<String> = stores
+            .catalog
+            .projects()
+            .await?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        if let Some(missing) = before.iter().find(|p| !after.contains(*p)) {
+            return Err(RunError::Project {
+                project: missing.clone(),
+                message: format!(
+                    "generation {} does not hold it; not switching (the live generation is unchanged)",
+                    target.number()
+                ),
+            });
+        }
+    }
     let counts = GenerationCounts::of(&stores).await?;
     // Every handle closed before the switch, so readers can open it.
     drop(stores);
@@ -316,6 +343,30 @@ async fn build_generation(
     outcome.generation.live = Some(target.number());
     outcome.generation.copied_bytes = copied.load(std::sync::atomic::Ordering::Relaxed);
     Ok(outcome)
+}
+
+/// The projects a generation's catalog records (read from a copy: a reader
+/// may hold it open).
+fn project_names(generation: &crate::GenerationDir) -> Result<HashSet<String>, RunError> {
+    let from = generation.catalog_path();
+    if !from.exists() {
+        return Ok(HashSet::new());
+    }
+    let scratch = tempfile_path(&from);
+    std::fs::copy(&from, &scratch).map_err(|e| DataDirError::Io {
+        path: from.clone(),
+        source: e,
+    })?;
+    let names = weft_catalog_redb::RedbCatalog::open(&scratch)
+        .map_err(|e| PortError::new("catalog", e))
+        .and_then(|c| c.projects().map_err(|e| PortError::new("catalog", e)));
+    let _ = std::fs::remove_file(&scratch);
+    Ok(names?.into_iter().map(|(name, _)| name).collect())
+}
+
+/// A scratch path beside `path`, unique to this process.
+fn tempfile_path(path: &std::path::Path) -> std::path::PathBuf {
+    path.with_extension(format!("redb.read-{}", std::process::id()))
 }
 
 /// Adds the live generation's projects that `sources` does not name, each
@@ -332,7 +383,7 @@ async fn add_live_projects(
         return Ok(());
     }
     // Read from a copy: a reader may hold the live catalog open.
-    let scratch = build.target.path().join("catalog.previous.redb");
+    let scratch = tempfile_path(&from);
     std::fs::copy(&from, &scratch).map_err(|e| DataDirError::Io {
         path: from.clone(),
         source: e,

@@ -252,6 +252,23 @@ pub struct QueryStack {
     pub lease: Option<Arc<crate::ReadLease>>,
 }
 
+impl QueryStack {
+    /// The catalog of the generation read: the one held open, or (with
+    /// server stores, whose catalog is not held so that `weft index` can
+    /// write it) the data directory's, opened read-only for this call. Fails
+    /// with the catalog's path while an index run writes it.
+    pub fn catalog_now(&self, data: &DataDir) -> Result<Arc<dyn Catalog>, WiringError> {
+        if let Some(catalog) = &self.catalog {
+            return Ok(catalog.clone());
+        }
+        let generation = data.generation(self.generation);
+        if !generation.catalog_path().exists() {
+            return Err(DataDirError::Empty(data.path().to_owned()).into());
+        }
+        Ok(Arc::new(generation.open_catalog_read_only()?))
+    }
+}
+
 /// Opens the indexes `[stores]` configures for reading and builds the
 /// engine over them, with the configured embedder (unless not needed) and
 /// reranker. An embedded index must exist (checked before any model is
@@ -262,8 +279,22 @@ pub async fn open_query(
     need: QueryEmbedder,
 ) -> Result<QueryStack, WiringError> {
     let data = locations.data();
-    let generation = data.live()?.unwrap_or_else(|| data.generation(0));
-    open_query_generation(config, locations, &generation, need).await
+    // The live generation, leased; a switch between reading the record and
+    // taking the lease (the generation removed meanwhile) is read again.
+    for _ in 0..5 {
+        let generation = data.live()?.unwrap_or_else(|| data.generation(0));
+        match open_query_generation(config, locations, &generation, need).await {
+            Err(WiringError::DataDir(DataDirError::Empty(_)))
+                if data
+                    .live()?
+                    .is_some_and(|l| l.number() != generation.number()) =>
+            {
+                continue;
+            }
+            other => return other,
+        }
+    }
+    Err(DataDirError::Empty(locations.data_dir.clone()).into())
 }
 
 /// [`open_query`] over one generation: the one the caller pinned (the
@@ -328,18 +359,21 @@ pub async fn open_query_generation(
         embedder,
     )?;
     // Searching does not need the catalog: one that cannot be read is left
-    // out (commands that need it open it and name the problem).
-    let catalog: Option<Arc<dyn Catalog>> = if generation.catalog_path().exists() {
-        match generation.open_catalog_read_only() {
-            Ok(catalog) => Some(Arc::new(catalog)),
-            Err(e) => {
-                tracing::warn!("{e}");
-                None
+    // out (commands that need it open it and name the problem). With server
+    // stores the catalog is written in place by `weft index`, so it is not
+    // held open here.
+    let catalog: Option<Arc<dyn Catalog>> =
+        if config.stores.uses_data_dir() && generation.catalog_path().exists() {
+            match generation.open_catalog_read_only() {
+                Ok(catalog) => Some(Arc::new(catalog)),
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    None
+                }
             }
-        }
-    } else {
-        None
-    };
+        } else {
+            None
+        };
     Ok(QueryStack {
         catalog,
         engine: Arc::new(engine),
@@ -414,7 +448,7 @@ impl LiveQuery {
         need: QueryEmbedder,
         source: LiveSource,
     ) -> Result<Self, WiringError> {
-        let number = Self::live_number(locations, &source).await?;
+        let number = Self::live_number(config, locations, &source).await?;
         let data = locations.data();
         let stack =
             open_query_generation(config, locations, &data.generation(number), need).await?;
@@ -427,12 +461,18 @@ impl LiveQuery {
         })
     }
 
-    async fn live_number(locations: &Locations, source: &LiveSource) -> Result<u32, WiringError> {
+    async fn live_number(
+        config: &WeftConfig,
+        locations: &Locations,
+        source: &LiveSource,
+    ) -> Result<u32, WiringError> {
         match source {
             LiveSource::DataDir => {
                 let data = locations.data();
                 match data.generations()?.live_number() {
                     Some(n) => Ok(n),
+                    // Server stores that `weft index` wrote in place.
+                    None if !config.stores.uses_data_dir() => Ok(0),
                     None => Err(DataDirError::Empty(data.path().to_owned()).into()),
                 }
             }
@@ -457,9 +497,37 @@ impl LiveQuery {
     /// and makes it current (then, in a data directory, removes
     /// generations no longer read). `Ok(Some(n))` when it moved to `n`.
     pub async fn refresh(&self) -> Result<Option<u32>, WiringError> {
-        let live = Self::live_number(&self.locations, &self.source).await?;
-        if live == self.current().generation {
+        self.refresh_or_reopen(false).await
+    }
+
+    /// [`LiveQuery::refresh`]; with `reopen`, the live generation's stores
+    /// are opened again even when it did not change (embedded stores that
+    /// another process writes in place: the distributed embedder's).
+    async fn refresh_or_reopen(&self, reopen: bool) -> Result<Option<u32>, WiringError> {
+        let live = Self::live_number(&self.config, &self.locations, &self.source).await?;
+        if live == self.current().generation && !reopen {
             return Ok(None);
+        }
+        // A generation whose vectors another model made is not followed:
+        // its queries would be embedded with the wrong model.
+        if let LiveSource::Registry(registry) = &self.source
+            && let Some(g) = registry
+                .load()
+                .await
+                .map_err(WiringError::Registry)?
+                .get(live)
+            && let (Some(model), Some(dimension), Some(embedder)) = (
+                &g.model,
+                g.dimension,
+                self.current().engine.embedder_model(),
+            )
+            && (model != &embedder.0 || dimension != embedder.1)
+        {
+            return Err(WiringError::ModelMismatch {
+                index: format!("index generation {live}"),
+                indexed: model.clone(),
+                configured: embedder.0,
+            });
         }
         let generation = self.locations.data().generation(live);
         let stack =
@@ -493,17 +561,67 @@ impl LiveQuery {
     /// Follows the record, checking it every `every`, until dropped with
     /// the returned task's handle aborted. A failed check is logged and
     /// retried; queries keep reading the generation they have.
+    ///
+    /// With a shared registry it also tells the registry, every
+    /// [`ANNOUNCE_EVERY`], which generation this process reads, so that
+    /// generation is not removed under it; and with embedded stores (which
+    /// the distributed embedder writes in place) it opens the live
+    /// generation again every [`ANNOUNCE_EVERY`] to see what was written.
     pub fn follow(&self, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
+        let reader = reader_id();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut announced: Option<(u32, std::time::Instant)> = None;
+            let shared_embedded = matches!(this.source, LiveSource::Registry(_))
+                && this.config.stores.uses_data_dir();
             loop {
                 tick.tick().await;
-                if let Err(e) = this.refresh().await {
-                    tracing::warn!("cannot follow the live index generation: {e}");
+                let due = announced.is_none_or(|(_, at)| at.elapsed() >= ANNOUNCE_EVERY);
+                let reopen = shared_embedded && announced.is_some() && due;
+                match this.refresh_or_reopen(reopen).await {
+                    Err(e @ WiringError::ModelMismatch { .. }) => {
+                        tracing::error!("not following the live index generation: {e}")
+                    }
+                    Err(e) => tracing::warn!("cannot follow the live index generation: {e}"),
+                    Ok(_) => {}
+                }
+                if let LiveSource::Registry(registry) = &this.source {
+                    let generation = this.current().generation;
+                    if due || announced.is_some_and(|(g, _)| g != generation) {
+                        match registry.reading(&reader, generation).await {
+                            Ok(()) => announced = Some((generation, std::time::Instant::now())),
+                            Err(e) => tracing::warn!("cannot announce the generation read: {e}"),
+                        }
+                    }
                 }
             }
         })
     }
+}
+
+/// How often a reader following a shared registry says which generation it
+/// reads (the registry forgets a reader silent for a few times as long).
+pub const ANNOUNCE_EVERY: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// This process, for the registry's list of readers.
+fn reader_id() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into());
+    let host: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{host}-{}", std::process::id())
 }

@@ -227,6 +227,12 @@ impl IndexWriter {
         self
     }
 
+    /// Stops reusing the vector index [`IndexWriter::reusing`] gave (it is
+    /// about to be closed).
+    pub fn stop_reusing(&mut self) {
+        self.reuse_from = None;
+    }
+
     /// Chunks embedded and written since the last checkpoint.
     pub fn pending_chunks(&self) -> usize {
         self.pending_chunks

@@ -31,6 +31,8 @@ pub struct Counts {
     pub indexed: Option<(u64, u64)>,
     /// Documents and chunk batches still queued for it.
     pub queued: (u64, u64),
+    /// Its messages in the dead-letter stream.
+    pub dead_letters: u64,
 }
 
 /// One generation, for `generations list`.
@@ -43,103 +45,164 @@ pub struct GenerationStatus {
     pub counts: Option<Counts>,
 }
 
-/// Counts generation `n`: its catalog, its indexes where reachable, and
-/// what is queued for it.
-pub async fn count(
-    jet: &Jet,
-    catalog: &NatsCatalog,
-    n: u32,
-    model: Option<(&str, usize)>,
-    config: &WeftConfig,
-    locations: &Locations,
-) -> Result<Counts, String> {
-    let c = jet.config();
-    let queued = (
-        jet.stream_messages_on(&c.docs_stream, &format!("weft.docs.g{n}.>"))
-            .await
-            .map_err(|e| e.to_string())?,
-        jet.stream_messages_on(&c.chunks_stream, &format!("weft.chunks.g{n}.>"))
-            .await
-            .map_err(|e| e.to_string())?,
-    );
-    let records = catalog.documents(None).await.map_err(|e| e.to_string())?;
-    let mut counts = Counts {
-        documents: records.len() as u64,
-        catalog_chunks: records.iter().map(|r| u64::from(r.chunk_count)).sum(),
-        indexed: None,
-        queued,
-    };
-    let generation = locations.data().generation(n);
-    let reachable =
-        !config.stores.uses_data_dir() || generation.path().join("weft-data.json").exists();
-    if let (Some((model, dimension)), true) = (model, reachable) {
-        let indexes = weft_pipeline::open_index_stores(
-            &config.stores,
-            &generation,
-            model,
-            dimension,
-            StoreAccess::Read,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        counts.indexed = Some((
-            indexes.vectors.count().await.map_err(|e| e.to_string())?,
-            indexes.text.count().await.map_err(|e| e.to_string())?,
-        ));
-    }
-    Ok(counts)
+/// Counts generations, keeping each generation's indexes open between
+/// counts (a rebuild polls for minutes or hours).
+pub struct Counter<'a> {
+    jet: &'a Jet,
+    config: &'a WeftConfig,
+    locations: &'a Locations,
+    open: std::collections::HashMap<u32, weft_pipeline::IndexStores>,
 }
 
-/// Whether generation `n` is complete: nothing queued for it, its catalog
-/// records the `expected` documents, and its indexes (where reachable)
-/// hold the chunks the catalog records. `Ok(Some)` when complete; `Err`
-/// says what is missing.
+impl<'a> Counter<'a> {
+    /// A counter over the stores `config` names.
+    pub fn new(jet: &'a Jet, config: &'a WeftConfig, locations: &'a Locations) -> Self {
+        Self {
+            jet,
+            config,
+            locations,
+            open: Default::default(),
+        }
+    }
+
+    /// Counts generation `n`: its catalog, its indexes where reachable, and
+    /// what is queued for it and dead-lettered.
+    pub async fn count(
+        &mut self,
+        catalog: &NatsCatalog,
+        n: u32,
+        model: Option<(&str, usize)>,
+    ) -> Result<Counts, String> {
+        let c = self.jet.config();
+        let queued = (
+            self.jet
+                .stream_messages_on(&c.docs_stream, &format!("weft.docs.g{n}.>"))
+                .await
+                .map_err(|e| e.to_string())?,
+            self.jet
+                .stream_messages_on(&c.chunks_stream, &format!("weft.chunks.g{n}.>"))
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+        let dead_letters = self
+            .jet
+            .stream_messages_on(&c.dead_letter_stream, &format!("weft.dead.*.*.g{n}.>"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let records = catalog.documents(None).await.map_err(|e| e.to_string())?;
+        let mut counts = Counts {
+            documents: records.len() as u64,
+            catalog_chunks: records.iter().map(|r| u64::from(r.chunk_count)).sum(),
+            indexed: None,
+            queued,
+            dead_letters,
+        };
+        let generation = self.locations.data().generation(n);
+        let reachable = !self.config.stores.uses_data_dir()
+            || generation.path().join("weft-data.json").exists();
+        if let (Some((model, dimension)), true) = (model, reachable) {
+            // Embedded stores are opened again each time (read-only views of
+            // what the embedder has flushed); server ones once.
+            if self.config.stores.uses_data_dir() {
+                self.open.remove(&n);
+            }
+            if !self.open.contains_key(&n) {
+                let indexes = weft_pipeline::open_index_stores(
+                    &self.config.stores,
+                    &generation,
+                    model,
+                    dimension,
+                    StoreAccess::Read,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+                self.open.insert(n, indexes);
+            }
+            if let Some(indexes) = self.open.get(&n) {
+                counts.indexed = Some((
+                    indexes.vectors.count().await.map_err(|e| e.to_string())?,
+                    indexes.text.count().await.map_err(|e| e.to_string())?,
+                ));
+            }
+            if self.config.stores.uses_data_dir() {
+                self.open.remove(&n);
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// Why a generation is not complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incomplete {
+    /// Work is still under way (queued messages, documents not written yet).
+    Waiting(String),
+    /// It cannot complete by waiting: messages were dead-lettered.
+    Stuck(String),
+    /// It is no longer building.
+    Aborted(String),
+}
+
+/// Whether generation `n` is complete: nothing queued for it or
+/// dead-lettered, its catalog records the `expected` documents, and its
+/// indexes (where reachable) hold the chunks the catalog records.
 pub async fn check_complete(
     registry: &dyn GenerationRegistry,
-    jet: &Jet,
+    counter: &mut Counter<'_>,
     catalog: &NatsCatalog,
     n: u32,
     expected: u64,
-    config: &WeftConfig,
-    locations: &Locations,
-) -> Result<Option<Counts>, String> {
-    let record = registry.load().await.map_err(|e| e.to_string())?;
+) -> Result<Option<Counts>, Incomplete> {
+    let record = registry
+        .load()
+        .await
+        .map_err(|e| Incomplete::Waiting(e.to_string()))?;
     let generation = record
         .get(n)
-        .ok_or_else(|| format!("generation {n} is not recorded"))?;
+        .ok_or_else(|| Incomplete::Aborted("is not recorded (removed?)".to_string()))?;
     if generation.state != GenerationState::Building {
-        return Err(format!(
-            "generation {n} is {}, not building",
+        return Err(Incomplete::Aborted(format!(
+            "is {}, not building",
             generation.state
-        ));
+        )));
     }
     let model = match (&generation.model, generation.dimension) {
         (Some(m), Some(d)) => Some((m.as_str(), d)),
         _ => None,
     };
-    let counts = count(jet, catalog, n, model, config, locations).await?;
+    let counts = counter
+        .count(catalog, n, model)
+        .await
+        .map_err(Incomplete::Waiting)?;
+    if counts.dead_letters > 0 {
+        return Err(Incomplete::Stuck(format!(
+            "{} of its messages were dead-lettered (stream {}, subjects weft.dead.*.*.g{n}.>: the Weft-Error header says why)",
+            counts.dead_letters,
+            counter.jet.config().dead_letter_stream
+        )));
+    }
     if counts.queued != (0, 0) {
-        return Err(format!(
+        return Err(Incomplete::Waiting(format!(
             "{} documents and {} chunk batches queued",
             counts.queued.0, counts.queued.1
-        ));
+        )));
     }
     if counts.documents < expected {
-        return Err(format!(
+        return Err(Incomplete::Waiting(format!(
             "{} of {expected} documents written",
             counts.documents
-        ));
+        )));
     }
     if expected > 0 && model.is_none() {
-        return Err("no embedder has written it yet".into());
+        return Err(Incomplete::Waiting("no embedder has written it yet".into()));
     }
     if let Some((vectors, text)) = counts.indexed
         && (vectors != counts.catalog_chunks || text != counts.catalog_chunks)
     {
-        return Err(format!(
+        return Err(Incomplete::Waiting(format!(
             "the catalog records {} chunks, the vector index holds {vectors}, the text index {text}",
             counts.catalog_chunks
-        ));
+        )));
     }
     Ok(Some(counts))
 }
@@ -154,8 +217,16 @@ pub async fn collect(
     grace: Duration,
 ) -> Result<Vec<u32>, CrawlError> {
     let record = registry.load().await?;
+    let read = registry.read_generations().await?;
     let mut removed = Vec::new();
     for n in record.removable(now_secs(), grace.as_secs()) {
+        if read.contains(&n) {
+            tracing::warn!(
+                generation = n,
+                "a query replica still reads it (it has not followed the switch): not removed"
+            );
+            continue;
+        }
         match remove(jet, config, locations, n).await {
             Ok(what) => {
                 tracing::info!(generation = n, removed = ?what, "removed an old index generation");
@@ -174,8 +245,9 @@ pub async fn collect(
     // Once generation 0's collection is gone, its name can be the alias.
     if removed.contains(&0)
         && let Some(live) = registry.load().await?.live_number()
+        && let Err(e) = weft_pipeline::point_live_alias(&config.stores, live).await
     {
-        let _ = weft_pipeline::point_live_alias(&config.stores, live).await;
+        tracing::warn!("the Qdrant alias was not made after removing generation 0: {e}");
     }
     Ok(removed)
 }
@@ -215,7 +287,8 @@ pub async fn list(
                     (Some(m), Some(d)) => Some((m.as_str(), d)),
                     _ => None,
                 };
-                count(jet, &catalog, g.number, model, config, locations)
+                Counter::new(jet, config, locations)
+                    .count(&catalog, g.number, model)
                     .await
                     .map_err(|e| tracing::warn!(generation = g.number, "cannot count it: {e}"))
                     .ok()
@@ -242,17 +315,22 @@ pub async fn switch(
     force: bool,
 ) -> Result<Generations, CrawlError> {
     let record = registry.load().await?;
-    let expected = record
-        .get(n)
-        .and_then(|g| g.expected_documents)
-        .unwrap_or(0);
+    let generation = record.get(n);
+    let crawling = generation.and_then(|g| g.note.as_deref()) == Some("crawling");
+    let expected = generation.and_then(|g| g.expected_documents);
     if !force {
+        let Some(expected) = expected.filter(|_| !crawling) else {
+            return Err(CrawlError::Generations(format!(
+                "generation {n}'s rebuild has not finished publishing (no document count recorded): nothing says it is complete (--force switches anyway)"
+            )));
+        };
         let catalog = jet.catalog_of(n).await?;
-        check_complete(registry, jet, &catalog, n, expected, config, locations)
+        let mut counter = Counter::new(jet, config, locations);
+        check_complete(registry, &mut counter, &catalog, n, expected)
             .await
             .map_err(|why| {
                 CrawlError::Generations(format!(
-                    "generation {n} is not complete: {why} (--force switches anyway)"
+                    "generation {n} is not complete: {why:?} (--force switches anyway)"
                 ))
             })?;
     }

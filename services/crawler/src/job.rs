@@ -117,6 +117,8 @@ pub struct JobSummary {
     pub switch: Option<SwitchSummary>,
     /// Why a rebuild did not switch.
     pub not_switched: Option<String>,
+    /// Whether the rebuild's generation was aborted (by the operator).
+    pub aborted: bool,
     /// Old generations removed at the end.
     pub removed_generations: Vec<u32>,
     /// Wall time.
@@ -131,7 +133,9 @@ impl JobSummary {
     pub fn exit_code(&self) -> u8 {
         let nothing_worked =
             !self.failed.is_empty() && self.sources.is_empty() && self.already_done.is_empty();
-        let rebuild_failed = self.rebuild && self.switch.is_none();
+        // An operator's abort is not the job failing (and a retried pod
+        // must not start another rebuild).
+        let rebuild_failed = self.rebuild && self.switch.is_none() && !self.aborted;
         u8::from(nothing_worked || rebuild_failed)
     }
 }
@@ -156,9 +160,14 @@ fn source_key(spec: &SourceSpec, project: &str) -> String {
 }
 
 /// The key of a run: what it does.
-fn run_key(work: &[(SourceSpec, String)], rebuild: bool) -> String {
+fn run_key(work: &[(SourceSpec, String)], rebuild: bool, reindex: bool) -> String {
     let mut hash = sha2::Sha256::new();
-    hash.update(if rebuild { "rebuild\n" } else { "crawl\n" }.as_bytes());
+    let mode = match (rebuild, reindex) {
+        (true, _) => "rebuild\n",
+        (false, true) => "reindex\n",
+        (false, false) => "crawl\n",
+    };
+    hash.update(mode.as_bytes());
     for (spec, project) in work {
         hash.update(source_key(spec, project).as_bytes());
         hash.update(b"\0");
@@ -219,7 +228,7 @@ impl Crawler {
                 .jet()
                 .bucket(RUNS_BUCKET, "weft-crawler runs: what each job finished")
                 .await?,
-            key: run_key(work, options.rebuild),
+            key: run_key(work, options.rebuild, options.reindex),
         };
         let record = registry.load().await?;
         let previous = runs.load().await?;
@@ -302,11 +311,13 @@ impl Crawler {
                         reindex: options.reindex,
                         progress: bar.clone(),
                     };
-                    let (target, runs, state, finished_count) = (
+                    let (target, runs, state, finished_count, registry, rebuild) = (
                         target.clone(),
                         &runs,
                         state.clone(),
                         finished_count.clone(),
+                        &registry,
+                        options.rebuild,
                     );
                     async move {
                         let result = self.crawl(spec, project, &target, &crawl_options).await;
@@ -332,6 +343,24 @@ impl Crawler {
                                 if let Err(e) = runs.save(&snapshot).await {
                                     tracing::warn!("cannot record {project} as done: {e}");
                                 }
+                                // What the rebuild has published so far, for
+                                // `generations list` and a hand switch.
+                                if rebuild {
+                                    let expected = snapshot.expected_documents;
+                                    let n = target.generation;
+                                    if let Err(e) = registry
+                                        .update(&|g: &mut Generations| {
+                                            if let Some(b) = g.generations.iter_mut().find(|x| x.number == n) {
+                                                b.expected_documents = Some(expected);
+                                                b.note = Some("crawling".into());
+                                            }
+                                            Ok(())
+                                        })
+                                        .await
+                                    {
+                                        tracing::warn!("cannot record the rebuild's progress: {e}");
+                                    }
+                                }
                             }
                             Err(e) => tracing::warn!("[{n}/{total}] {project}: FAILED: {e:#}"),
                         }
@@ -352,6 +381,7 @@ impl Crawler {
             failed: Vec::new(),
             switch: None,
             not_switched: None,
+            aborted: false,
             removed_generations: Vec::new(),
             elapsed_ms: 0,
         };
@@ -380,7 +410,12 @@ impl Crawler {
                     .await
                 {
                     Ok(switch) => summary.switch = Some(switch),
-                    Err(why) => summary.not_switched = Some(why),
+                    Err(why) => {
+                        summary.aborted = registry.load().await.is_ok_and(|g| {
+                            g.get(generation).map(|x| x.state) == Some(GenerationState::Aborted)
+                        });
+                        summary.not_switched = Some(why);
+                    }
                 }
             } else {
                 summary.not_switched = Some(format!(
@@ -392,7 +427,7 @@ impl Crawler {
         // A run that ran to its end is done, failed sources and all (the
         // next run tries them again); a rebuild is done when it switched.
         // Only a run cut short (killed) is continued.
-        let complete = !options.rebuild || summary.switch.is_some();
+        let complete = !options.rebuild || summary.switch.is_some() || summary.aborted;
         if complete {
             run.finished = true;
             runs.save(&run).await?;
@@ -420,26 +455,27 @@ impl Crawler {
         options: &JobOptions,
     ) -> Result<SwitchSummary, String> {
         let n = target.generation;
-        let _ = registry
+        registry
             .update(&|g: &mut Generations| {
                 if let Some(building) = g.generations.iter_mut().find(|x| x.number == n) {
                     building.expected_documents = Some(expected);
+                    building.note = Some("published: waiting for the embedders".into());
                 }
                 Ok(())
             })
-            .await;
+            .await
+            .map_err(|e| format!("cannot record what the rebuild published: {e}"))?;
         let waited = Instant::now();
         let deadline = waited + options.wait;
         let mut last_note = String::new();
+        let mut counter = crate::generations::Counter::new(self.jet(), config, locations);
         loop {
             let check = crate::generations::check_complete(
                 registry,
-                self.jet(),
+                &mut counter,
                 &target.catalog,
                 n,
                 expected,
-                config,
-                locations,
             )
             .await;
             match check {
@@ -468,11 +504,20 @@ impl Crawler {
                     });
                 }
                 Ok(None) => {}
-                Err(note) => {
+                Err(crate::generations::Incomplete::Waiting(note)) => {
                     if note != last_note {
                         tracing::info!("generation {n}: {note}");
                         last_note = note;
                     }
+                }
+                // Waiting longer will not help.
+                Err(crate::generations::Incomplete::Stuck(why)) => {
+                    return Err(format!(
+                        "generation {n}: {why}; it stays building: fix the cause and run the job again, or `weft-crawler generations abort {n}`"
+                    ));
+                }
+                Err(crate::generations::Incomplete::Aborted(why)) => {
+                    return Err(format!("generation {n} {why}"));
                 }
             }
             if Instant::now() >= deadline {

@@ -102,6 +102,12 @@ struct Target {
     writer: IndexWriter,
     stores: Stores,
     written_since_optimize: bool,
+    /// The generation whose vectors the writer reuses, when it is another
+    /// target of this worker (its stores are then shared).
+    reuses: Option<u32>,
+    /// Embedded stores: keeps the generation's directory from being
+    /// removed while this worker has it open.
+    _lease: Option<weft_pipeline::ReadLease>,
 }
 
 /// Embeds and writes chunk batches through an [`IndexWriter`] per index
@@ -114,6 +120,7 @@ pub struct EmbedderHandler {
     embedder: Arc<dyn Embedder>,
     tag: String,
     targets: HashMap<u32, Target>,
+    last_release: Instant,
 }
 
 /// Where a batch goes, once its generation is known.
@@ -145,6 +152,43 @@ impl EmbedderHandler {
             embedder,
             tag,
             targets: HashMap::new(),
+            last_release: Instant::now(),
+        }
+    }
+
+    /// Closes the stores of generations no longer written (retired,
+    /// aborted, removed), so they can be removed.
+    async fn release_finished(&mut self) {
+        self.last_release = Instant::now();
+        if self.targets.is_empty() {
+            return;
+        }
+        if let Ok(record) = self.registry.load().await {
+            let finished: Vec<u32> = self
+                .targets
+                .keys()
+                .copied()
+                .filter(|&n| {
+                    !matches!(
+                        record.get(n).map(|g| g.state),
+                        Some(GenerationState::Live | GenerationState::Building)
+                    )
+                })
+                .collect();
+            // No writer keeps a finished generation's stores open either.
+            for target in self.targets.values_mut() {
+                if target.reuses.is_some_and(|r| finished.contains(&r)) {
+                    target.writer.stop_reusing();
+                    target.reuses = None;
+                }
+            }
+            for n in finished {
+                self.targets.remove(&n);
+                tracing::info!(
+                    generation = n,
+                    "closed the stores of a finished index generation"
+                );
+            }
         }
     }
 
@@ -184,6 +228,11 @@ impl EmbedderHandler {
         .await
         .map_err(|e| e.to_string())?;
         tracing::info!(generation = n, stores = %indexes.description, "writing index generation");
+        let lease = if self.config.stores.uses_data_dir() {
+            Some(generation.lease().map_err(|e| e.to_string())?)
+        } else {
+            None
+        };
         let stores = Stores::new(indexes, catalog);
         let mut writer = IndexWriter::new(
             stores.clone(),
@@ -193,9 +242,11 @@ impl EmbedderHandler {
         );
         // A generation being built reuses the live one's vectors: open
         // already in this worker, or on servers that serve many clients.
+        let mut reuses = None;
         if let Some(live) = record.live_number().filter(|&l| l != n) {
             if let Some(open) = self.targets.get(&live) {
                 writer = writer.reusing(open.stores.vectors.clone());
+                reuses = Some(live);
             } else if !self.config.stores.uses_data_dir()
                 && let Ok(indexes) = weft_pipeline::open_index_stores(
                     &self.config.stores,
@@ -215,6 +266,8 @@ impl EmbedderHandler {
                 writer,
                 stores,
                 written_since_optimize: false,
+                reuses,
+                _lease: lease,
             },
         );
         Ok(())
@@ -294,7 +347,7 @@ impl Handler for EmbedderHandler {
                 Ok(record) => Some(record),
                 Err(e) => {
                     let reason = PortError::to_string(&e);
-                    for (_, (_, indices)) in &groups {
+                    for (_, indices) in groups.values() {
                         for &i in indices {
                             outcomes[i] = Some(Outcome::Retry(reason.clone()));
                         }
@@ -344,13 +397,12 @@ impl Handler for EmbedderHandler {
             }
         }
         // Let go of generations no longer written (retired, aborted).
-        if let Ok(record) = self.registry.load().await {
-            self.targets.retain(|&n, _| {
-                matches!(
-                    record.get(n).map(|g| g.state),
-                    Some(GenerationState::Live | GenerationState::Building)
-                )
-            });
+        self.release_finished().await;
+    }
+
+    async fn tick(&mut self) {
+        if self.last_release.elapsed() >= std::time::Duration::from_secs(2) {
+            self.release_finished().await;
         }
     }
 }

@@ -39,6 +39,16 @@ pub(crate) async fn open_bucket(
     bucket: &str,
     description: &str,
 ) -> Result<kv::Store, NatsError> {
+    open_bucket_with_age(js, bucket, description, None).await
+}
+
+/// [`open_bucket`], with entries older than `max_age` dropped by the server.
+pub(crate) async fn open_bucket_with_age(
+    js: &jetstream::Context,
+    bucket: &str,
+    description: &str,
+    max_age: Option<std::time::Duration>,
+) -> Result<kv::Store, NatsError> {
     if js.get_key_value(bucket).await.is_err() {
         // The bucket's stream, made by hand with the key-value layout:
         // async-nats 0.51's `create_key_value` sends settings that
@@ -53,6 +63,7 @@ pub(crate) async fn open_bucket(
                 allow_rollup: true,
                 deny_delete: true,
                 allow_direct: true,
+                max_age: max_age.unwrap_or_default(),
                 storage: jetstream::stream::StorageType::File,
                 ..Default::default()
             })

@@ -28,7 +28,13 @@ fn port(error: impl std::fmt::Display) -> PortError {
 pub struct NatsRegistry {
     store: kv::Store,
     bucket: String,
+    /// `<bucket>-readers`: which generation each reader (a query replica)
+    /// read when it last said so; entries older than [`READER_TTL`] go.
+    readers: kv::Store,
 }
+
+/// How long a reader's word counts.
+pub const READER_TTL: std::time::Duration = std::time::Duration::from_secs(90);
 
 impl NatsRegistry {
     /// Opens `bucket`, creating it when missing.
@@ -36,9 +42,17 @@ impl NatsRegistry {
         let store =
             crate::catalog::open_bucket(js, bucket, "weft index generations: which one is live")
                 .await?;
+        let readers = crate::catalog::open_bucket_with_age(
+            js,
+            &format!("{bucket}-readers"),
+            "weft index generations: which one each query replica reads",
+            Some(READER_TTL),
+        )
+        .await?;
         Ok(Self {
             store,
             bucket: bucket.to_owned(),
+            readers,
         })
     }
 
@@ -70,27 +84,53 @@ impl GenerationRegistry for NatsRegistry {
             let (mut record, revision) = self.read().await?;
             change(&mut record)?;
             let bytes = serde_json::to_vec(&record).map_err(port)?;
-            let written = match revision {
-                Some(revision) => self
-                    .store
-                    .update(KEY, bytes.into(), revision)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string()),
-                None => self
-                    .store
-                    .create(KEY, bytes.into())
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string()),
+            // Only a lost race is retried: another writer's change landed
+            // first, so read again and re-apply. Anything else is an error.
+            let raced = match revision {
+                Some(revision) => match self.store.update(KEY, bytes.into(), revision).await {
+                    Ok(_) => return Ok(record),
+                    Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => true,
+                    Err(e) => return Err(port(format!("{}/{KEY}: {e}", self.bucket)).into()),
+                },
+                None => match self.store.create(KEY, bytes.into()).await {
+                    Ok(_) => return Ok(record),
+                    Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => true,
+                    Err(e) => return Err(port(format!("{}/{KEY}: {e}", self.bucket)).into()),
+                },
             };
-            match written {
-                Ok(()) => return Ok(record),
-                // Another writer got there first: read again and re-apply.
-                Err(e) => tracing::debug!("generations record changed meanwhile ({e}); retrying"),
+            if raced {
+                tracing::debug!("generations record changed meanwhile; applying the change again");
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         Err(GenerationError::Contended(ATTEMPTS).into())
+    }
+
+    async fn reading(&self, reader: &str, generation: u32) -> PortResult<()> {
+        self.readers
+            .put(reader, generation.to_string().into())
+            .await
+            .map_err(port)?;
+        Ok(())
+    }
+
+    async fn read_generations(&self) -> PortResult<Vec<u32>> {
+        use futures::StreamExt as _;
+        let mut keys = match self.readers.keys().await {
+            Ok(keys) => keys,
+            Err(e) => return Err(port(e)),
+        };
+        let mut out = Vec::new();
+        while let Some(key) = keys.next().await {
+            let key = key.map_err(port)?;
+            if let Some(value) = self.readers.get(&key).await.map_err(port)?
+                && let Ok(n) = std::str::from_utf8(&value).unwrap_or("").parse()
+            {
+                out.push(n);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
     }
 }

@@ -57,6 +57,12 @@ pub trait Handler: Send {
     /// Called when a fetch found nothing after some work: time for
     /// housekeeping (e.g. building search structures). The default does nothing.
     async fn idle(&mut self) {}
+
+    /// Called after every fetch that brought nothing (about once per
+    /// fetch expiry while the queue is empty): housekeeping that must
+    /// happen even when no message comes, e.g. letting go of resources no
+    /// longer needed. The default does nothing.
+    async fn tick(&mut self) {}
 }
 
 /// Where and how a worker pulls.
@@ -187,6 +193,7 @@ pub async fn run_worker(
                 handler.idle().await;
                 worked_since_idle = false;
             }
+            handler.tick().await;
             continue;
         }
         worked_since_idle = true;
