@@ -4,6 +4,14 @@
 //! same [`QueryEngine`] as `weft search`, served with `grpc.health.v1`,
 //! server reflection, a per-request deadline and message size limits.
 //!
+//! Hostile requests get an answer naming what is wrong and cost no more
+//! than a good one: every field is checked against bounds
+//! ([`weft_proto::query::RequestBounds`]: `query.max_query_chars`,
+//! `query.max_limit`, filter and expansion limits) → `INVALID_ARGUMENT`; a
+//! project or document that is not indexed → `NOT_FOUND`; a chunk range
+//! past a document's end → `OUT_OF_RANGE`; a passed deadline →
+//! `DEADLINE_EXCEEDED` ([`deadline`]).
+//!
 //! [`QueryServer`] implements the service over any stores; [`serve`] runs it
 //! on a listener until a shutdown future completes; [`run`] is the whole
 //! service over the stores `[stores]` configures (built by
@@ -13,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod deadline;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -23,7 +32,9 @@ use tonic::{Request, Response, Status};
 use weft_config::WeftConfig;
 use weft_core::ports::VectorIndex;
 use weft_core::query::{QueryEngine, QueryError};
+use weft_core::retrieval::SearchFilter;
 use weft_core::{ChunkId, DocumentId};
+use weft_proto::query::RequestBounds;
 use weft_proto::v1;
 use weft_proto::v1::query_service_server::QueryServiceServer;
 use weft_telemetry::trace::{Kind, TRACEPARENT, TraceContext, TraceSpan, start_span};
@@ -67,6 +78,7 @@ pub struct QueryServer {
     engine: Arc<QueryEngine>,
     vectors: Arc<dyn VectorIndex>,
     auth: auth::Auth,
+    bounds: RequestBounds,
 }
 
 impl QueryServer {
@@ -77,7 +89,14 @@ impl QueryServer {
             engine,
             vectors,
             auth: auth::Auth::Open,
+            bounds: RequestBounds::default(),
         }
+    }
+
+    /// The server with requests bounded by `bounds` (the defaults are those
+    /// of `[query]`).
+    pub fn with_bounds(self, bounds: RequestBounds) -> Self {
+        Self { bounds, ..self }
     }
 
     /// The server with callers authenticated by `auth` (API keys bound to
@@ -161,15 +180,29 @@ impl v1::query_service_server::QueryService for QueryServer {
             let explain = request.explain;
             let packing = weft_proto::query::pack_options(&request)
                 .map_err(|e| Status::invalid_argument(e.to_string()))?;
-            let mut domain =
-                weft_proto::query::search_request(request, &self.engine.config().adjacency)
-                    .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            let mut domain = weft_proto::query::search_request(
+                request,
+                &self.engine.config().adjacency,
+                &self.bounds,
+            )
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            let named_projects = domain.filter.projects.clone();
             scope.restrict(&mut domain.filter)?;
             span.set("weft.mode", format!("{:?}", domain.mode));
             let result = self.engine.search(&domain).await;
             weft_telemetry::metrics().observe_query(started.elapsed(), result.is_ok());
             let mut response = result.map_err(status_of)?;
             scope.retain(&mut response.results);
+            if response.results.is_empty() {
+                // Nothing found: say so when a project asked for is not
+                // indexed at all (a typo), rather than answer nothing.
+                // Only projects the key may read get here.
+                if let Some(project) = self.first_unknown_project(&named_projects).await? {
+                    return Err(Status::not_found(format!(
+                        "weft.v1.SearchRequest.projects: project {project:?} is not indexed"
+                    )));
+                }
+            }
             // The service reads no catalog, so packed spans carry no commit.
             let context = packing.map(|options| {
                 weft_core::retrieval::pack(
@@ -202,6 +235,33 @@ impl v1::query_service_server::QueryService for QueryServer {
 }
 
 impl QueryServer {
+    /// The first of `projects` that has no chunk in the index, if any: one
+    /// filtered nearest-neighbour lookup of one point per project.
+    async fn first_unknown_project(&self, projects: &[String]) -> Result<Option<String>, Status> {
+        let dimension = self.vectors.dimension().max(1);
+        let mut probe = vec![0.0f32; dimension];
+        probe[0] = 1.0;
+        let mut checked = std::collections::HashSet::new();
+        for project in projects {
+            if !checked.insert(project) {
+                continue;
+            }
+            let filter = SearchFilter {
+                projects: vec![project.clone()],
+                ..Default::default()
+            };
+            let hits = self
+                .vectors
+                .search(&probe, &filter, 1)
+                .await
+                .map_err(|e| Status::unavailable(e.to_string()))?;
+            if hits.is_empty() {
+                return Ok(Some(project.clone()));
+            }
+        }
+        Ok(None)
+    }
+
     async fn get_chunks_of(
         &self,
         request: v1::GetChunksRequest,
@@ -230,20 +290,32 @@ impl QueryServer {
             )));
         }
         // Ids are computed, so the whole range is one store call; indices
-        // past the document's end are simply not found.
-        let ids: Vec<ChunkId> = (start..end).map(|i| ChunkId::new(&document, i)).collect();
-        let mut chunks = if ids.is_empty() {
-            Vec::new()
-        } else {
-            self.vectors
-                .get(&ids)
-                .await
-                .map_err(|e| Status::unavailable(e.to_string()))?
-        };
+        // past the document's end are simply not found. Chunk 0 comes too
+        // when the range lacks it: it says whether the document exists and
+        // how many chunks it has.
+        let mut ids: Vec<ChunkId> = (start..end).map(|i| ChunkId::new(&document, i)).collect();
+        if start > 0 || end == 0 {
+            ids.push(ChunkId::new(&document, 0));
+        }
+        let mut chunks = self
+            .vectors
+            .get(&ids)
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
         // Another project's document is answered as one that does not exist.
-        chunks.retain(|c| scope.allows(c));
+        chunks.retain(|c| scope.allows(c) && c.document_id == document);
+        let Some(total_chunks) = chunks.iter().map(|c| c.total_chunks).max() else {
+            return Err(Status::not_found(format!(
+                "weft.v1.GetChunksRequest.document_id: document {document} is not indexed"
+            )));
+        };
+        chunks.retain(|c| (start..end).contains(&c.chunk_index));
+        if chunks.is_empty() && start >= total_chunks && end > start {
+            return Err(Status::out_of_range(format!(
+                "weft.v1.GetChunksRequest.start_index: {start} is past the last chunk of document {document}, which has {total_chunks}"
+            )));
+        }
         chunks.sort_by_key(|c| c.chunk_index);
-        let total_chunks = chunks.first().map(|c| c.total_chunks).unwrap_or(0);
         Ok(v1::GetChunksResponse {
             total_chunks,
             chunks: chunks.into_iter().map(Into::into).collect(),
@@ -254,7 +326,8 @@ impl QueryServer {
 /// How the server runs.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// Requests running longer are cancelled.
+    /// Requests running longer are cancelled with DEADLINE_EXCEEDED (a
+    /// caller's shorter `grpc-timeout` wins).
     pub request_timeout: Duration,
     /// Largest request or response message.
     pub max_message_bytes: usize,
@@ -318,7 +391,7 @@ pub async fn serve(
         builder = builder.tls_config(tls.clone())?;
     }
     builder
-        .timeout(options.request_timeout)
+        .layer(deadline::DeadlineLayer::new(options.request_timeout))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(service)
@@ -382,7 +455,13 @@ pub async fn run(
             "API keys travel in clear text: set query.tls_cert_file and query.tls_key_file, or terminate TLS in front of the service"
         );
     }
-    let server = open(config, locations).await?.with_auth(auth);
+    let server = open(config, locations)
+        .await?
+        .with_auth(auth)
+        .with_bounds(RequestBounds {
+            max_query_chars: config.query.max_query_chars,
+            max_limit: config.query.max_limit,
+        });
     let listener = bind(listen).await?;
     let addr = listener.local_addr().map_err(|source| ServiceError::Bind {
         addr: listen.to_owned(),
