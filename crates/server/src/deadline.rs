@@ -6,7 +6,8 @@
 //! but answers `CANCELLED` ("Timeout expired"); this layer sits inside
 //! tonic's and starts its clock first, so at the same deadline it always
 //! answers first, with `DEADLINE_EXCEEDED` and which limit passed. The call's
-//! work is dropped then. A `grpc-timeout` that is not one (tonic ignores
+//! work is dropped then; an answer that is ready only after the deadline is
+//! replaced by `DEADLINE_EXCEEDED` too. A `grpc-timeout` that is not one (tonic ignores
 //! those) is `INVALID_ARGUMENT` naming it.
 
 use std::future::Future;
@@ -84,13 +85,19 @@ where
         };
         // The clock starts before the call does (and before tonic's own,
         // which starts when this returns): at one deadline, this answers.
-        let sleep = tokio::time::sleep(limit.duration());
+        let deadline = tokio::time::Instant::now() + limit.duration();
         let call = self.inner.call(request);
         Box::pin(async move {
             tokio::select! {
                 biased;
-                answer = call => answer,
-                () = sleep => Ok(limit.exceeded().into_http()),
+                // An answer ready only after the deadline is not one: the
+                // caller has given up on it.
+                answer = call => if tokio::time::Instant::now() < deadline {
+                    answer
+                } else {
+                    Ok(limit.exceeded().into_http())
+                },
+                () = tokio::time::sleep_until(deadline) => Ok(limit.exceeded().into_http()),
             }
         })
     }

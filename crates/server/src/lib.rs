@@ -79,6 +79,36 @@ pub struct QueryServer {
     vectors: Arc<dyn VectorIndex>,
     auth: auth::Auth,
     bounds: RequestBounds,
+    known_projects: Arc<KnownProjects>,
+}
+
+/// How long a project seen indexed is believed to be, without looking.
+const KNOWN_PROJECT_TTL: Duration = Duration::from_secs(60);
+
+/// Projects seen indexed lately: a search naming them needs no lookup.
+#[derive(Default)]
+struct KnownProjects(std::sync::Mutex<std::collections::HashMap<String, Instant>>);
+
+impl KnownProjects {
+    fn contains(&self, project: &str) -> bool {
+        self.0.lock().is_ok_and(|m| {
+            m.get(project)
+                .is_some_and(|t| t.elapsed() < KNOWN_PROJECT_TTL)
+        })
+    }
+
+    fn insert(&self, project: &str) {
+        if let Ok(mut m) = self.0.lock() {
+            // Bounded: names come from requests.
+            if m.len() >= 10_000 {
+                m.retain(|_, t| t.elapsed() < KNOWN_PROJECT_TTL);
+                if m.len() >= 10_000 {
+                    m.clear();
+                }
+            }
+            m.insert(project.to_owned(), Instant::now());
+        }
+    }
 }
 
 impl QueryServer {
@@ -90,6 +120,7 @@ impl QueryServer {
             vectors,
             auth: auth::Auth::Open,
             bounds: RequestBounds::default(),
+            known_projects: Arc::default(),
         }
     }
 
@@ -188,21 +219,19 @@ impl v1::query_service_server::QueryService for QueryServer {
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
             let named_projects = domain.filter.projects.clone();
             scope.restrict(&mut domain.filter)?;
+            // A project asked for that is not indexed (a typo) is named,
+            // not searched as nothing. Only projects the key may read get
+            // here: the answer reveals nothing about the others.
+            if let Some(project) = self.first_unknown_project(&named_projects).await? {
+                return Err(Status::not_found(format!(
+                    "weft.v1.SearchRequest.projects: project {project:?} is not indexed"
+                )));
+            }
             span.set("weft.mode", format!("{:?}", domain.mode));
             let result = self.engine.search(&domain).await;
             weft_telemetry::metrics().observe_query(started.elapsed(), result.is_ok());
             let mut response = result.map_err(status_of)?;
             scope.retain(&mut response.results);
-            if response.results.is_empty() {
-                // Nothing found: say so when a project asked for is not
-                // indexed at all (a typo), rather than answer nothing.
-                // Only projects the key may read get here.
-                if let Some(project) = self.first_unknown_project(&named_projects).await? {
-                    return Err(Status::not_found(format!(
-                        "weft.v1.SearchRequest.projects: project {project:?} is not indexed"
-                    )));
-                }
-            }
             // The service reads no catalog, so packed spans carry no commit.
             let context = packing.map(|options| {
                 weft_core::retrieval::pack(
@@ -236,14 +265,15 @@ impl v1::query_service_server::QueryService for QueryServer {
 
 impl QueryServer {
     /// The first of `projects` that has no chunk in the index, if any: one
-    /// filtered nearest-neighbour lookup of one point per project.
+    /// filtered nearest-neighbour lookup of one point per project not seen
+    /// indexed in the last [`KNOWN_PROJECT_TTL`].
     async fn first_unknown_project(&self, projects: &[String]) -> Result<Option<String>, Status> {
         let dimension = self.vectors.dimension().max(1);
         let mut probe = vec![0.0f32; dimension];
         probe[0] = 1.0;
         let mut checked = std::collections::HashSet::new();
         for project in projects {
-            if !checked.insert(project) {
+            if !checked.insert(project) || self.known_projects.contains(project) {
                 continue;
             }
             let filter = SearchFilter {
@@ -258,6 +288,7 @@ impl QueryServer {
             if hits.is_empty() {
                 return Ok(Some(project.clone()));
             }
+            self.known_projects.insert(project);
         }
         Ok(None)
     }
@@ -385,7 +416,9 @@ pub async fn serve(
     let service = QueryServiceServer::new(server)
         .max_decoding_message_size(options.max_message_bytes)
         .max_encoding_message_size(options.max_message_bytes);
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // No Nagle delay: a small answer would otherwise wait ~40 ms for the
+    // client's delayed ACK (measured: a 1 ms search answered in 43 ms).
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = &options.tls {
         builder = builder.tls_config(tls.clone())?;
