@@ -70,9 +70,12 @@ pub fn run(config_file: Option<&Path>, args: &ChunkArgs) -> anyhow::Result<ExitC
         std::fs::metadata(&args.path).with_context(|| format!("{}", args.path.display()))?;
     // The same selection as `weft index`: .gitignore, hidden files,
     // vendored and build directories, include/exclude globs.
-    let (files, issues) = walk_dir(&args.path, &selection);
-    let mut skipped: Vec<Skipped> = issues
+    let walk = walk_dir(&args.path, &selection);
+    let files = walk.files;
+    let mut skipped: Vec<Skipped> = walk
+        .skipped
         .into_iter()
+        .chain(walk.errors)
         .map(|i| Skipped {
             path: i.uri,
             reason: i.reason,

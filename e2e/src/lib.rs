@@ -218,6 +218,12 @@ pub type QueryClient =
 /// `WEFT__QUERY__AUTH=none` unless it configures `WEFT__QUERY__AUTH` itself
 /// (weft-query requires keys by default).
 pub async fn start_query(env: &[(&str, String)], logs: &Path) -> (Service, QueryClient) {
+    let (query, client, _) = start_query_at(env, logs).await;
+    (query, client)
+}
+
+/// [`start_query`], also returning the address it listens on.
+pub async fn start_query_at(env: &[(&str, String)], logs: &Path) -> (Service, QueryClient, String) {
     let mut env = env.to_vec();
     if !env.iter().any(|(k, _)| *k == "WEFT__QUERY__AUTH") {
         env.push(("WEFT__QUERY__AUTH", "none".to_owned()));
@@ -233,5 +239,5 @@ pub async fn start_query(env: &[(&str, String)], logs: &Path) -> (Service, Query
     let client = QueryClient::connect(format!("http://{addr}"))
         .await
         .unwrap_or_else(|e| panic!("connect to weft-query at {addr}: {e}\n{}", query.log()));
-    (query, client)
+    (query, client, addr)
 }

@@ -53,8 +53,8 @@ fn expected_chunks(root: &Path) -> BTreeMap<DocumentId, u32> {
     let chunker = weft_chunking::Chunker::new(Default::default()).unwrap();
     let selection =
         weft_pipeline::sources::DirSelection::new(&weft_config::SourcesConfig::default()).unwrap();
-    let (files, _) = weft_pipeline::sources::walk_dir(root, &selection);
-    files
+    weft_pipeline::sources::walk_dir(root, &selection)
+        .files
         .into_iter()
         .map(|(uri, path)| {
             let bytes = std::fs::read(path).unwrap();

@@ -92,7 +92,7 @@ fn main() -> anyhow::Result<()> {
     let config = weft_config::WeftConfig::default();
     // What the walk selects, counted once for the rates.
     let selection = DirSelection::new(&config.sources).map_err(anyhow::Error::msg)?;
-    let (files, _) = walk_dir(&args.dir, &selection);
+    let files = walk_dir(&args.dir, &selection).files;
     let (mut lines, mut bytes) = (0usize, 0u64);
     for (_, path) in &files {
         if let Ok(b) = std::fs::read(path) {

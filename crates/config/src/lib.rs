@@ -244,6 +244,12 @@ pub struct QueryServiceConfig {
     pub request_timeout_secs: u64,
     /// Largest request or response message, in bytes.
     pub max_message_bytes: usize,
+    /// Longest query text a search may send, in characters; longer ones are
+    /// refused (INVALID_ARGUMENT naming `query`). The model reads at most
+    /// its first few hundred tokens anyway.
+    pub max_query_chars: usize,
+    /// Most hits one search may ask for (`limit`); more is INVALID_ARGUMENT.
+    pub max_limit: u32,
     /// Who may call the query API: `api_keys` (bearer API keys from
     /// `api_keys_file`, each bound to projects) or `none` (anyone who
     /// reaches `listen`, logged as a warning at start). Unset: `weft-query`
@@ -302,6 +308,12 @@ impl QueryServiceConfig {
         if self.api_keys_reload_secs == 0 {
             return bad("query.api_keys_reload_secs", "must be at least 1");
         }
+        if self.max_query_chars == 0 {
+            return bad("query.max_query_chars", "must be at least 1");
+        }
+        if !(1..=10_000).contains(&self.max_limit) {
+            return bad("query.max_limit", "must be within 1..=10000");
+        }
         if let Some(rate) = self.rate_limit_per_sec
             && !(rate.is_finite() && rate > 0.0)
         {
@@ -347,6 +359,8 @@ impl Default for QueryServiceConfig {
             listen: "127.0.0.1:50051".into(),
             request_timeout_secs: 30,
             max_message_bytes: 16 * 1024 * 1024,
+            max_query_chars: 4096,
+            max_limit: 100,
             auth: None,
             api_keys_file: None,
             api_keys_reload_secs: 5,
@@ -398,6 +412,11 @@ pub struct SourcesConfig {
     pub exclude: Vec<String>,
     /// Directory names skipped anywhere: vendored code and build output.
     pub skip_dirs: Vec<String>,
+    /// Follow symlinks of a walked directory that lead outside it. Off: a
+    /// tree may come from someone else (an archive, a pull request), and a
+    /// link to `~/.ssh/id_rsa` would put the key into the index; such links
+    /// are reported and not read. Links within the tree are followed.
+    pub follow_outside_symlinks: bool,
 }
 
 impl Default for SourcesConfig {
@@ -422,6 +441,7 @@ impl Default for SourcesConfig {
             ]
             .map(String::from)
             .to_vec(),
+            follow_outside_symlinks: false,
         }
     }
 }
@@ -1219,6 +1239,9 @@ mod tests {
                 "query.rate_limit_per_sec",
             ),
             ("[query]\nrate_limit_burst = 0\n", "query.rate_limit_burst"),
+            ("[query]\nmax_query_chars = 0\n", "query.max_query_chars"),
+            ("[query]\nmax_limit = 0\n", "query.max_limit"),
+            ("[query]\nmax_limit = 1000000000\n", "query.max_limit"),
             (
                 "[query]\napi_keys_reload_secs = 0\n",
                 "query.api_keys_reload_secs",

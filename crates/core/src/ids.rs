@@ -130,6 +130,107 @@ pub fn canonical_uri(uri: &str) -> String {
     out
 }
 
+/// The most bytes a document uri may have.
+pub const MAX_URI_BYTES: usize = 4096;
+
+/// Why `uri` cannot be a document's uri; `None` when it can.
+///
+/// Every uri that enters weft — listed from a directory or a git checkout,
+/// named by a git diff, crawled, or received in a NATS message — passes
+/// this one rule:
+///
+/// - not empty, at most [`MAX_URI_BYTES`] bytes;
+/// - no control characters (NUL, line breaks, escape sequences…: a uri is
+///   printed in summaries, logs and citations);
+/// - a URL (`scheme://…`), or a relative path whose components are neither
+///   empty, `.` nor `..` and that does not start with `/` (or a Windows drive
+///   or `\\`): a uri is never a way out of the directory it was listed in.
+///
+/// A uri is an id and a label, never joined onto a path to be read; this
+/// rule makes sure it could not escape one if it were.
+pub fn uri_problem(uri: &str) -> Option<String> {
+    if uri.is_empty() {
+        return Some("is empty".into());
+    }
+    if uri.len() > MAX_URI_BYTES {
+        return Some(format!(
+            "is {} bytes long, over the limit of {MAX_URI_BYTES}",
+            uri.len()
+        ));
+    }
+    if let Some(problem) = control_character(uri) {
+        return Some(problem);
+    }
+    if is_url(uri) {
+        return None;
+    }
+    let bytes = uri.as_bytes();
+    if uri.starts_with('/') || uri.starts_with('\\') {
+        return Some(format!(
+            "{uri:?} is an absolute path; a uri is relative to its source"
+        ));
+    }
+    if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
+        return Some(format!(
+            "{uri:?} starts with a drive letter; a uri is relative to its source"
+        ));
+    }
+    if let Some(part) = uri
+        .split(['/', '\\'])
+        .find(|p| p.is_empty() || *p == "." || *p == "..")
+    {
+        let what = if part.is_empty() { "an empty" } else { "a" };
+        return Some(format!(
+            "{uri:?} has {what} {part:?} path component; a uri names a file below its source"
+        ));
+    }
+    None
+}
+
+/// The longest project name, in characters.
+pub const MAX_PROJECT_CHARS: usize = 256;
+
+/// Why `project` cannot be a project name; `None` when it can: not empty
+/// (or blank), at most [`MAX_PROJECT_CHARS`] characters, no control
+/// characters. Every project name that enters weft passes this rule: given
+/// to `weft index` or a crawler manifest, or received in a NATS message.
+pub fn project_problem(project: &str) -> Option<String> {
+    if project.trim().is_empty() {
+        return Some("is empty".into());
+    }
+    let chars = project.chars().count();
+    if chars > MAX_PROJECT_CHARS {
+        return Some(format!(
+            "is {chars} characters long, over the limit of {MAX_PROJECT_CHARS}"
+        ));
+    }
+    control_character(project)
+}
+
+/// A text's first control character (NUL, line breaks, escapes, DEL, C1),
+/// described with its position; `None` when it has none.
+pub fn control_character(text: &str) -> Option<String> {
+    text.char_indices()
+        .find(|(_, c)| c.is_control())
+        .map(|(i, c)| {
+            format!(
+                "holds a control character (U+{:04X}) at byte {i}",
+                u32::from(c)
+            )
+        })
+}
+
+/// Whether `uri` is a URL: `scheme://…` with a scheme of letters, digits,
+/// `+`, `-` and `.` that starts with a letter.
+fn is_url(uri: &str) -> bool {
+    uri.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +284,44 @@ mod tests {
         assert_eq!(DocumentId::parse(doc.as_str()), Some(doc));
         assert_eq!(DocumentId::parse("ABCDEF0123456789"), None);
         assert_eq!(DocumentId::parse("abc"), None);
+    }
+
+    #[test]
+    fn hostile_uris_are_refused_with_the_reason() {
+        for ok in [
+            "a.rs",
+            "src/main/java/A.java",
+            "docs/guide.md",
+            "weird name with spaces/ünïcode.md",
+            "..hidden-dots/x..y.md",
+            "https://docs.example.org/guide/install.html",
+            "https://docs.example.org/a/../b",
+        ] {
+            assert_eq!(uri_problem(ok), None, "{ok}");
+        }
+        for (bad, says) in [
+            ("", "empty"),
+            ("../etc/passwd", "\"..\""),
+            ("a/../../etc/passwd", "\"..\""),
+            ("./a.rs", "\".\""),
+            ("a//b.rs", "empty"),
+            ("a/b/", "empty"),
+            ("/etc/passwd", "absolute"),
+            ("\\\\server\\share", "absolute"),
+            ("C:\\Windows\\win.ini", "drive"),
+            ("a\\..\\..\\b", "\"..\""),
+            ("a\0b.rs", "U+0000"),
+            ("a\nb.rs", "U+000A"),
+            ("a\u{1b}[31mred.rs", "U+001B"),
+            ("a\u{7f}.rs", "U+007F"),
+            ("a\u{85}.rs", "U+0085"),
+            ("https://x.org/a\nb", "U+000A"),
+            ("1http://x", "empty"),
+        ] {
+            let problem = uri_problem(bad).unwrap_or_else(|| panic!("{bad:?} passed"));
+            assert!(problem.contains(says), "{bad:?}: {problem}");
+        }
+        let long = "a/".repeat(MAX_URI_BYTES / 2) + "b";
+        assert!(uri_problem(&long).unwrap().contains("4096"));
     }
 }

@@ -32,4 +32,7 @@ pub use chunk::{
     Chunk, ContentType, EMBEDDING_FORMAT, IndexIdentity, ParseContentTypeError, ParseIdentityError,
     content_hash, embedding_key, split_camel_case,
 };
-pub use ids::{ChunkId, DocumentId, canonical_uri};
+pub use ids::{
+    ChunkId, DocumentId, MAX_PROJECT_CHARS, MAX_URI_BYTES, canonical_uri, control_character,
+    project_problem, uri_problem,
+};

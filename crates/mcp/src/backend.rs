@@ -344,7 +344,7 @@ impl Backend for GrpcBackend {
     }
 
     async fn document_chunks(&self, document: &DocumentId) -> Result<Vec<Chunk>, BackendError> {
-        let response = self
+        let response = match self
             .client
             .clone()
             .get_chunks(self.request(v1::GetChunksRequest {
@@ -353,8 +353,13 @@ impl Backend for GrpcBackend {
                 end_index: None,
             }))
             .await
-            .map_err(|s| self.remote(s))?
-            .into_inner();
+        {
+            Ok(r) => r.into_inner(),
+            // The service answers a document it does not hold (or the key
+            // may not read) as NOT_FOUND: none of its chunks.
+            Err(s) if s.code() == tonic::Code::NotFound => return Ok(Vec::new()),
+            Err(s) => return Err(self.remote(s)),
+        };
         response
             .chunks
             .into_iter()

@@ -37,6 +37,14 @@ pub enum PlanError {
     /// A `[sources]` glob does not compile.
     #[error("{0}")]
     Selection(String),
+    /// The project name cannot be one ([`weft_core::project_problem`]).
+    #[error("project name {project:?} {problem}")]
+    Project {
+        /// The name, as given.
+        project: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// The repository could not be cloned, fetched or diffed.
     #[error("cannot read {source_name}")]
     Git {
@@ -142,6 +150,7 @@ pub struct ChangePlanner {
     crawl: CrawlConfig,
     checkout_root: PathBuf,
     git_policy: GitPolicy,
+    max_file_bytes: u64,
 }
 
 impl ChangePlanner {
@@ -158,7 +167,16 @@ impl ChangePlanner {
             crawl: crawl.clone(),
             checkout_root: checkout_root.into(),
             git_policy: GitPolicy::local(),
+            max_file_bytes: u64::MAX,
         })
+    }
+
+    /// The same planner, reading no file larger than `limit` bytes
+    /// (`chunking.max_file_bytes`): a larger one is reported, not read, and
+    /// what was indexed of it stays.
+    pub fn with_max_file_bytes(mut self, limit: u64) -> Self {
+        self.max_file_bytes = limit;
+        self
     }
 
     /// The same planner, with git limited to what `policy` allows (the
@@ -188,6 +206,12 @@ impl ChangePlanner {
         project: &str,
         options: &PlanOptions,
     ) -> Result<ChangeSet, PlanError> {
+        if let Some(problem) = weft_core::project_problem(project) {
+            return Err(PlanError::Project {
+                project: project.to_owned(),
+                problem,
+            });
+        }
         let known: HashMap<DocumentId, DocumentRecord> = catalog
             .documents(Some(project))
             .await?
@@ -214,10 +238,11 @@ impl ChangePlanner {
             known,
             seen: HashSet::new(),
             options: options.clone(),
+            max_file_bytes: self.max_file_bytes,
         };
         let progress = &options.progress;
         let listed: Vec<Listed> = match spec {
-            SourceSpec::Dir(path) => self.walk(path, &mut set.errors),
+            SourceSpec::Dir(path) => self.walk(path, &mut set),
             SourceSpec::Git(url) => {
                 let git_error = |error| PlanError::Git {
                     source_name: spec.display(),
@@ -248,7 +273,7 @@ impl ChangePlanner {
                             })
                             .collect()
                     }
-                    None => self.walk(repo.dir(), &mut set.errors),
+                    None => self.walk(repo.dir(), &mut set),
                 }
             }
             SourceSpec::Site(url) => {
@@ -273,15 +298,28 @@ impl ChangePlanner {
                     .collect()
             }
         };
+        // One rule for every uri, whatever listed it (a walk, a git diff, a
+        // crawl): a name that could not be a uri is reported, not read.
+        let (listed, refused): (Vec<Listed>, Vec<Listed>) = listed
+            .into_iter()
+            .partition(|l| weft_core::uri_problem(&l.uri).is_none());
+        set.skipped.extend(refused.into_iter().map(|l| Issue {
+            reason: format!(
+                "its path {}: not read",
+                weft_core::uri_problem(&l.uri).unwrap_or_default()
+            ),
+            uri: l.uri.escape_debug().to_string(),
+        }));
         set.listed_count = listed.len();
         set.listed = listed.into_iter();
         Ok(set)
     }
 
-    fn walk(&self, root: &Path, errors: &mut Vec<Issue>) -> Vec<Listed> {
-        let (files, issues) = sources::walk_dir(root, &self.selection);
-        errors.extend(issues);
-        files
+    fn walk(&self, root: &Path, set: &mut ChangeSet) -> Vec<Listed> {
+        let walk = sources::walk_dir(root, &self.selection);
+        set.errors.extend(walk.errors);
+        set.skipped.extend(walk.skipped);
+        walk.files
             .into_iter()
             .map(|(uri, path)| Listed {
                 uri,
@@ -346,6 +384,7 @@ pub struct ChangeSet {
     known: HashMap<DocumentId, DocumentRecord>,
     seen: HashSet<DocumentId>,
     options: PlanOptions,
+    max_file_bytes: u64,
 }
 
 impl ChangeSet {
@@ -415,13 +454,10 @@ impl Iterator for ChangeSet {
         let document_id = DocumentId::new(&self.project, &uri);
         self.seen.insert(document_id.clone());
         let (content, media_type) = match content {
-            Content::File(path) => match std::fs::read(&path) {
+            Content::File(path) => match read_listed_file(&path, self.max_file_bytes) {
                 Ok(bytes) => (bytes, ""),
-                Err(e) => {
-                    return Some(Change::Unreadable(Issue {
-                        uri,
-                        reason: format!("cannot be read: {e}"),
-                    }));
+                Err(reason) => {
+                    return Some(Change::Unreadable(Issue { uri, reason }));
                 }
             },
             Content::Fetched { media_type, body } => (body, media_type),
@@ -440,4 +476,47 @@ impl Iterator for ChangeSet {
             content_hash: hash,
         })))
     }
+}
+
+/// Reads a listed file, which may have changed since it was listed: it
+/// must still be a regular file (opened without blocking, so a FIFO put in
+/// its place cannot hang the run) of at most `max_bytes` bytes, and it is
+/// read no further than that even if it grows meanwhile.
+fn read_listed_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options
+        .open(path)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "is {} now, not a regular file: not read",
+            sources::dir::special_kind(&meta.file_type())
+        ));
+    }
+    let too_large = |size: u64| {
+        format!(
+            "{size} bytes is over chunking.max_file_bytes ({max_bytes}): not read; what was indexed of it stays"
+        )
+    };
+    if meta.len() > max_bytes {
+        return Err(too_large(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
 }

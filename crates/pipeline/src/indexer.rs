@@ -231,7 +231,8 @@ impl Indexer {
         sources_dir: impl Into<std::path::PathBuf>,
     ) -> Result<Self, IndexError> {
         let chunker = Chunker::new(config.chunking.clone())?;
-        let planner = ChangePlanner::new(&config.sources, &config.crawl, sources_dir)?;
+        let planner = ChangePlanner::new(&config.sources, &config.crawl, sources_dir)?
+            .with_max_file_bytes(config.chunking.max_file_bytes);
         Ok(Self {
             embedder_tag: crate::embedder_tag(&config.embedding, embedder.model_id()),
             batching: crate::embed_batching(config),

@@ -17,6 +17,7 @@
 
 use weft_core::{Chunk, ContentType, DocumentId};
 
+pub mod pipeline;
 pub mod query;
 
 /// Generated messages and gRPC client/server of package `weft.v1`.

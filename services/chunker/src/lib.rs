@@ -10,8 +10,9 @@
 //! A deleted document (no content) becomes a batch marked `deleted`; a
 //! document that cannot be chunked (binary, not UTF-8, too large) a batch
 //! with no chunks and its reason, so that what was indexed of it goes. A
-//! message that is not a valid `weft.v1.Document` goes to the dead-letter
-//! stream.
+//! message that is not a valid `weft.v1.Document`, or does not hold together
+//! ([`weft_proto::pipeline::check_document`]: uri, project, id, content hash,
+//! the subject it came on), goes to the dead-letter stream with the reason.
 
 #![warn(missing_docs)]
 
@@ -19,7 +20,6 @@ use async_trait::async_trait;
 use prost::Message as _;
 use weft_chunking::Chunker;
 use weft_config::WeftConfig;
-use weft_core::DocumentId;
 use weft_nats::trace::TraceHeaders as _;
 use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
 use weft_proto::v1;
@@ -136,12 +136,16 @@ impl ChunkerHandler {
                 return Outcome::Fail(format!("{}: not a weft.v1.Document: {e}", delivery.subject));
             }
         };
-        let expected = DocumentId::new(&document.project, &document.uri);
-        if expected.as_str() != document.document_id {
-            return Outcome::Fail(format!(
-                "{}: document_id {:?} is not the id of project {:?}, uri {:?} ({expected})",
-                delivery.subject, document.document_id, document.project, document.uri
-            ));
+        if let Err(e) = weft_proto::pipeline::check_document(&document) {
+            return Outcome::Fail(format!("{}: {e}", delivery.subject));
+        }
+        let subject = weft_nats::docs_subject(
+            document.generation,
+            &document.project,
+            &document.document_id,
+        );
+        if let Err(reason) = delivery.check_subject(&subject) {
+            return Outcome::Fail(reason);
         }
         let batches = self.batches(&document, delivery.stream_sequence);
         let metrics = weft_telemetry::metrics();

@@ -247,7 +247,8 @@ impl Crawler {
         // What git may do here: `crawl.git_protocols`, public addresses.
         let git_policy = GitPolicy::from_crawl_config(&config.crawl)?;
         let planner = ChangePlanner::new(&config.sources, &config.crawl, checkout_dir)?
-            .with_git_policy(git_policy);
+            .with_git_policy(git_policy)
+            .with_max_file_bytes(config.chunking.max_file_bytes);
         let chunker = weft_chunking::Chunker::new(config.chunking.clone())?;
         Ok(Self {
             jet,

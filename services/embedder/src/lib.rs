@@ -31,7 +31,6 @@ use prost::Message as _;
 use weft_config::WeftConfig;
 use weft_core::generations::{GenerationState, Generations};
 use weft_core::ports::{Embedder, GenerationRegistry, PortError};
-use weft_core::{Chunk, DocumentId};
 use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
 use weft_pipeline::wiring::{self, Load, Locations};
 use weft_pipeline::{DocumentUpdate, IndexWriter, StoreAccess, Stores, UpdateContent};
@@ -51,33 +50,19 @@ pub enum EmbedderError {
     Wiring(#[from] weft_pipeline::WiringError),
 }
 
-/// Decodes and checks one chunk batch: the generation it is written into,
-/// and the update.
+/// Decodes and checks one chunk batch
+/// ([`weft_proto::pipeline::check_chunk_batch`], and the subject it came
+/// on): the generation it is written into, and the update.
 fn decode(delivery: &Delivery) -> Result<(u32, DocumentUpdate), String> {
     let wire = v1::ChunkBatch::decode(delivery.payload.as_ref())
         .map_err(|e| format!("{}: not a weft.v1.ChunkBatch: {e}", delivery.subject))?;
-    let document_id = DocumentId::parse(&wire.document_id).ok_or_else(|| {
-        format!(
-            "{}: weft.v1.ChunkBatch.document_id {:?} is not 16 lowercase hex characters",
-            delivery.subject, wire.document_id
-        )
-    })?;
-    let mut chunks = Vec::with_capacity(wire.chunks.len());
-    for chunk in wire.chunks {
-        let chunk = Chunk::try_from(chunk).map_err(|e| format!("{}: {e}", wire.uri))?;
-        if chunk.document_id != document_id || chunk.total_chunks != wire.total_chunks {
-            return Err(format!(
-                "{}: chunk {} belongs to {} of {} chunks, not to this batch's {} of {}",
-                wire.uri,
-                chunk.chunk_index,
-                chunk.document_id,
-                chunk.total_chunks,
-                document_id,
-                wire.total_chunks
-            ));
-        }
-        chunks.push(chunk);
-    }
+    let (document_id, chunks) = weft_proto::pipeline::check_chunk_batch(&wire)
+        .map_err(|e| format!("{}: {e}", delivery.subject))?;
+    delivery.check_subject(&weft_nats::chunks_subject(
+        wire.generation,
+        &wire.project,
+        &wire.document_id,
+    ))?;
     let update = DocumentUpdate {
         document_id,
         project: wire.project,

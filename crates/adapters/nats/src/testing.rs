@@ -1,5 +1,6 @@
 //! A real `nats-server` with JetStream for tests: started on a free loopback
-//! port with its store in a temporary directory, killed when dropped.
+//! port with its store in a temporary directory, killed when dropped; and
+//! reading back the dead-letter stream.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -83,4 +84,70 @@ impl Drop for NatsServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// One message of the dead-letter stream, with the headers the worker set.
+#[derive(Debug, Clone)]
+pub struct DeadLetter {
+    /// Where it was dead-lettered: `weft.dead.<stage>.…`.
+    pub subject: String,
+    /// `Weft-Original-Subject`.
+    pub original_subject: String,
+    /// `Weft-Stage`.
+    pub stage: String,
+    /// `Weft-Error`: why.
+    pub error: String,
+    /// The message as it came.
+    pub payload: bytes::Bytes,
+}
+
+/// Waits until the dead-letter stream holds at least `count` messages (at
+/// most `timeout`), then returns all it holds, oldest first.
+pub async fn dead_letters(jet: &crate::Jet, count: usize, timeout: Duration) -> Vec<DeadLetter> {
+    use futures::StreamExt;
+    let stream = jet.config().dead_letter_stream.clone();
+    let deadline = Instant::now() + timeout;
+    while (jet.stream_messages(&stream).await.unwrap_or(0) as usize) < count
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let held = jet.stream_messages(&stream).await.unwrap_or(0) as usize;
+    if held == 0 {
+        return Vec::new();
+    }
+    let consumer = jet
+        .jetstream()
+        .get_stream(&stream)
+        .await
+        .expect("the dead-letter stream")
+        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
+        .await
+        .expect("a consumer of the dead-letter stream");
+    let mut batch = consumer
+        .fetch()
+        .max_messages(held)
+        .messages()
+        .await
+        .expect("fetch dead letters");
+    let mut letters = Vec::new();
+    while let Some(message) = batch.next().await {
+        let message = message.expect("a dead letter");
+        let header = |name: &str| {
+            message
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(name))
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default()
+        };
+        letters.push(DeadLetter {
+            subject: message.subject.to_string(),
+            original_subject: header(crate::SUBJECT_HEADER),
+            stage: header(crate::STAGE_HEADER),
+            error: header(crate::ERROR_HEADER),
+            payload: message.payload.clone(),
+        });
+    }
+    letters
 }

@@ -36,6 +36,23 @@ pub struct Delivery {
     message: Message,
 }
 
+impl Delivery {
+    /// Checks that the message came on `expected`, the subject its own
+    /// project and document id give (`weft.docs.<project>.<document_id>`…):
+    /// a message published on another document's subject would replace or
+    /// be replaced by that document's messages.
+    pub fn check_subject(&self, expected: &str) -> Result<(), String> {
+        if self.subject == expected {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: the message's generation, project and document_id belong on {expected}, not on this subject",
+                self.subject
+            ))
+        }
+    }
+}
+
 /// What became of one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {

@@ -206,7 +206,9 @@ pub fn plan_neighbours(hits: &[FusedHit], config: &AdjacencyConfig) -> Neighbour
                 }
             }
         }
-        for distance in 1..=config.window(c.content_type) {
+        // No document has neighbours further away than its length: a huge
+        // window costs no more than the document.
+        for distance in 1..=config.window(c.content_type).min(c.total_chunks) {
             let before = c.chunk_index.checked_sub(distance);
             let after = c
                 .chunk_index
@@ -249,6 +251,20 @@ mod tests {
             })
             .collect();
         fuse(list, Vec::new(), &FusionConfig::default())
+    }
+
+    #[test]
+    fn a_huge_window_costs_no_more_than_the_document() {
+        let hits = hits_at(&[1]);
+        let config = AdjacencyConfig {
+            code_window: u32::MAX,
+            ..seed()
+        };
+        // Without the bound this walks four billion distances (minutes).
+        let plan = plan_neighbours(&hits, &config);
+        let mut indices: Vec<u32> = plan.neighbours.iter().map(|n| n.chunk_index).collect();
+        indices.sort();
+        assert_eq!(indices, vec![0, 2, 3, 4]);
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! Where documents come from: a local directory, a git repository, or a
 //! documentation website. Each source lists the documents of one project.
 
-mod dir;
+pub(crate) mod dir;
 mod git;
 pub mod net;
 mod site;
 
 use std::path::{Path, PathBuf};
 
-pub use dir::{DirSelection, walk_dir};
+pub use dir::{DirSelection, Walk, walk_dir};
 pub use git::{GitChanges, GitError, GitPolicy, GitRepo, is_safe_relative_path, redact_url};
 pub use site::{CrawlError, CrawledPage, crawl, crawl_with};
 
