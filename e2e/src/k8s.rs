@@ -355,7 +355,10 @@ impl Data {
 /// lines: name → keys.
 pub fn operator_secrets_in_readme(readme: &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for line in readme.lines() {
+    for line in readme
+        .lines()
+        .filter(|l| l.trim_start().starts_with("kubectl "))
+    {
         let Some((_, rest)) = line.split_once("create secret generic ") else {
             continue;
         };
@@ -504,6 +507,14 @@ pub fn free_port() -> u16 {
 /// `runAsUser`).
 pub fn running_as_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// Whether users other than the owner may run `program` (it and every
+/// directory above it are open to them).
+pub fn others_can_run(program: &Path) -> bool {
+    program
+        .ancestors()
+        .all(|p| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
 }
 
 /// Makes `path` and its parents up to `/` traversable by other users
@@ -944,14 +955,15 @@ impl Overlay {
             .iter()
             .filter(|w| {
                 containers(&w.pod).iter().all(|(init, c)| {
-                    let weft = image_name(c) == "weft";
-                    // Only weft's init containers run: the others install
-                    // what the stand-ins already have.
-                    (*init && !weft)
+                    // weft's containers always run (a command that is not
+                    // one of its binaries fails the test); other images
+                    // when this machine has their program. Their init
+                    // containers install what the stand-ins already have.
+                    image_name(c) == "weft"
+                        || *init
                         || c["command"][0]
                             .as_str()
-                            .is_some_and(|command| locate(command, weft).is_some())
-                        || weft
+                            .is_some_and(|command| locate(command, false).is_some())
                 })
             })
             .map(Workload::id)
@@ -1159,7 +1171,9 @@ impl Overlay {
                 workload.name
             ))
             .join(name);
-        let user = if running_as_root() && weft {
+        // As the pod's user when this machine lets it run the binary (a
+        // checkout under a private home directory does not).
+        let user = if running_as_root() && weft && others_can_run(&program) {
             let sc = |k: &str| {
                 c["securityContext"][k]
                     .as_u64()

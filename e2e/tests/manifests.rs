@@ -190,6 +190,8 @@ fn stop(proc: &mut Proc, grace: Duration) {
 /// A fixture source: a small tree per `[[sources]]` entry of a manifest.
 struct Fixture {
     project: String,
+    /// The source the manifest names.
+    original: String,
 }
 
 const FIXTURE_DOCUMENTS: usize = 2;
@@ -243,16 +245,31 @@ fn remap_sources(plan: &ContainerPlan, fixtures_root: &Path, fixtures: &mut Vec<
         let entry = entry
             .as_table_mut()
             .expect("[[sources]] entries are tables");
-        let index = fixtures.len();
+        let original = entry
+            .get("source")
+            .map(ToString::to_string)
+            .unwrap_or_default();
         let project = entry
             .get("project")
             .and_then(|p| p.as_str())
             .map(str::to_owned)
-            .unwrap_or_else(|| format!("source-{index}"));
-        let dir = fixtures_root.join(format!("{index}-{project}"));
-        write_fixture(&dir, index, &project);
+            .unwrap_or_else(|| format!("source-{}", fixtures.len()));
+        // The same source in several Jobs (an incremental and a rebuild
+        // run) is the same fixture.
+        let index = match fixtures
+            .iter()
+            .position(|f| f.original == original && f.project == project)
+        {
+            Some(index) => index,
+            None => {
+                let index = fixtures.len();
+                write_fixture(&fixtures_root.join(index.to_string()), index, &project);
+                fixtures.push(Fixture { project, original });
+                index
+            }
+        };
+        let dir = fixtures_root.join(index.to_string());
         entry.insert("source".into(), dir.display().to_string().into());
-        fixtures.push(Fixture { project });
     }
     std::fs::write(&path, toml::to_string(&table).expect("TOML")).expect("write the manifest");
 }
@@ -411,6 +428,11 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     let is_reader = |p: &ContainerPlan| p.command == "weft-query";
     let long_running = |p: &&ContainerPlan| !p.init && !jobs.contains(&p.workload);
     let mut started = Vec::new();
+    if k8s::running_as_root() && !plans.iter().any(|p| p.weft && p.user.is_some()) {
+        eprintln!(
+            "overlay {name}: weft's binaries are not reachable by other users here: the containers run as root, not as their pod's runAsUser"
+        );
+    }
 
     // 1. The services weft uses that run here (dev: NATS, the embedding server).
     let mut infra = Vec::new();
@@ -492,6 +514,16 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     let config = weft_config::load_with_env(Some(&config_file), embedder_plan.env.clone())
         .unwrap_or_else(|e| panic!("{}: {e}", embedder_plan.id))
         .config;
+    let data_dir = weft_pipeline::Locations::resolve(
+        &config,
+        embedder_plan
+            .env
+            .iter()
+            .find(|(k, _)| k == "WEFT_DATA_DIR")
+            .map(|(_, v)| PathBuf::from(v)),
+        None,
+    )
+    .data_dir;
     let nats = weft_service::nats_options(&config);
     let jet = weft_nats::Jet::connect(&nats)
         .await
@@ -577,7 +609,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         );
         autoscalers.insert(key, o.clone());
     }
-    let mut autoscaling = Vec::new();
+    let mut checks = Vec::new();
     for ((kind, object), o) in autoscalers
         .iter()
         .filter(|((k, _), _)| k == "ScaledObject" || k == "HorizontalPodAutoscaler")
@@ -608,7 +640,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
                     worker.id
                 )
             });
-            autoscaling.push(format!("{kind}/{object}: {stream}/{consumer} exists"));
+            checks.push(format!("{kind}/{object}: {stream}/{consumer} exists"));
         }
         for metric in o["spec"]["metrics"].as_array().into_iter().flatten() {
             if metric["type"] != "External" {
@@ -641,7 +673,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
                 "{kind}/{object}: {} does not export {metric_name} with {labels:?} on {path}:\n{body}",
                 worker.id
             );
-            autoscaling.push(format!(
+            checks.push(format!(
                 "{kind}/{object}: {metric_name} {labels:?} exported"
             ));
         }
@@ -789,6 +821,26 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
             }
         }
     }
+    // 9. The stores hold exactly the chunks the catalog records.
+    let mut recorded = 0u64;
+    let projects: BTreeSet<&String> = fixtures.iter().map(|f| &f.project).collect();
+    for project in projects {
+        for record in catalog.documents(Some(project)).await.unwrap() {
+            recorded += u64::from(record.chunk_count);
+        }
+    }
+    {
+        let stores = weft_pipeline::DataDir::new(&data_dir)
+            .open_existing()
+            .unwrap_or_else(|e| panic!("overlay {name}: the embedder's data directory: {e}"));
+        let vectors = stores.vectors.count().await.unwrap();
+        let text = stores.text.count().await.unwrap();
+        assert!(
+            recorded > 0 && vectors == recorded && text == recorded,
+            "overlay {name}: the catalog records {recorded} chunks, the stores hold {vectors} vectors and {text} text entries"
+        );
+        checks.push(format!("stores: {vectors} chunks, as the catalog records"));
+    }
     for (plan, mut proc) in infra {
         let _ = proc.terminate(plan.grace);
     }
@@ -809,7 +861,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     }
     stand_ins.push(format!("search answered with the API key {key_source}"));
     stand_ins.extend(store_checks);
-    stand_ins.extend(autoscaling);
+    stand_ins.extend(checks);
     Report {
         started,
         stand_ins,
