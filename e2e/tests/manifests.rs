@@ -158,6 +158,48 @@ async fn wait_ready(plan: &ContainerPlan, proc: &mut Proc) {
     }
 }
 
+/// The container with the embedded stores standing in for Qdrant and
+/// Meilisearch.
+fn embedded(plan: &ContainerPlan) -> ContainerPlan {
+    let mut plan = plan.clone();
+    k8s::set_env(&mut plan.env, "WEFT__STORES__VECTOR", "embedded".into());
+    k8s::set_env(&mut plan.env, "WEFT__STORES__TEXT", "embedded".into());
+    plan
+}
+
+/// Starts a long-running container after its pod's init containers (weft's
+/// image: with the embedded stores), waits until it is ready, and notes it in `started`.
+async fn start_ready(
+    plan: ContainerPlan,
+    plans: &[ContainerPlan],
+    logs: &Path,
+    started: &mut Vec<String>,
+) -> (ContainerPlan, Proc) {
+    for init in plans
+        .iter()
+        .filter(|p| p.init && p.workload == plan.workload)
+    {
+        let mut init = init.clone();
+        for (k, v) in plan
+            .env
+            .iter()
+            .filter(|(k, _)| k.starts_with("WEFT__STORES__"))
+        {
+            k8s::set_env(&mut init.env, k, v.clone());
+        }
+        run_to_completion(&init, logs);
+    }
+    let mut proc = plan.spawn(logs).unwrap_or_else(|e| panic!("{e}"));
+    wait_ready(&plan, &mut proc).await;
+    started.push(format!(
+        "{} ({} {})",
+        plan.id,
+        plan.command,
+        plan.args.join(" ")
+    ));
+    (plan, proc)
+}
+
 /// Runs a container that must complete (a Job's, an init container).
 fn run_to_completion(plan: &ContainerPlan, logs: &Path) -> Proc {
     let mut proc = plan.spawn(logs).unwrap_or_else(|e| panic!("{e}"));
@@ -354,6 +396,39 @@ fn search(query: &str, project: &str, key: Option<&str>) -> tonic::Request<v1::S
     request
 }
 
+/// The KEDA ScaledObjects and HPAs of the overlay and of every component
+/// under deploy/k8s/components, by kind and name (the overlay's win).
+fn autoscalers(objects: &[serde_json::Value]) -> BTreeMap<(String, String), serde_json::Value> {
+    let key = |o: &serde_json::Value| {
+        let field = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+        (field(&o["kind"]), field(&o["metadata"]["name"]))
+    };
+    let mut found = BTreeMap::new();
+    let components = k8s::repo_root().join("deploy/k8s/components");
+    let dirs = std::fs::read_dir(&components).expect("deploy/k8s/components");
+    for file in dirs
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+    {
+        let path = file.path();
+        if path.extension().is_some_and(|e| e == "yaml")
+            && path.file_name() != Some("kustomization.yaml".as_ref())
+        {
+            let text = std::fs::read_to_string(&path).unwrap();
+            for o in
+                k8s::parse_yaml_stream(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            {
+                found.insert(key(&o), o);
+            }
+        }
+    }
+    for o in objects {
+        found.insert(key(o), o.clone());
+    }
+    found.retain(|(kind, _), _| kind == "ScaledObject" || kind == "HorizontalPodAutoscaler");
+    found
+}
+
 /// What one overlay's run showed, for the summary.
 struct Report {
     started: Vec<String>,
@@ -418,13 +493,6 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         !fixtures.is_empty(),
         "overlay {name}: no crawler --manifest with sources"
     );
-    // The embedded stores stand in for Qdrant and Meilisearch.
-    let embedded = |plan: &ContainerPlan| {
-        let mut plan = plan.clone();
-        k8s::set_env(&mut plan.env, "WEFT__STORES__VECTOR", "embedded".into());
-        k8s::set_env(&mut plan.env, "WEFT__STORES__TEXT", "embedded".into());
-        plan
-    };
     let is_reader = |p: &ContainerPlan| p.command == "weft-query";
     let long_running = |p: &&ContainerPlan| !p.init && !jobs.contains(&p.workload);
     let mut started = Vec::new();
@@ -437,15 +505,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     // 1. The services weft uses that run here (dev: NATS, the embedding server).
     let mut infra = Vec::new();
     for plan in plans.iter().filter(long_running).filter(|p| !p.weft) {
-        let mut proc = plan.spawn(&logs).unwrap_or_else(|e| panic!("{e}"));
-        wait_ready(plan, &mut proc).await;
-        started.push(format!(
-            "{} ({} {})",
-            plan.id,
-            plan.command,
-            plan.args.join(" ")
-        ));
-        infra.push((plan.clone(), proc));
+        infra.push(start_ready(plan.clone(), &plans, &logs, &mut started).await);
     }
 
     // 2. weft's workers (their init containers first).
@@ -455,22 +515,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         .filter(long_running)
         .filter(|p| p.weft && !is_reader(p))
     {
-        for init in plans
-            .iter()
-            .filter(|p| p.init && p.workload == plan.workload)
-        {
-            run_to_completion(&embedded(init), &logs);
-        }
-        let plan = embedded(plan);
-        let mut proc = plan.spawn(&logs).unwrap_or_else(|e| panic!("{e}"));
-        wait_ready(&plan, &mut proc).await;
-        started.push(format!(
-            "{} ({} {})",
-            plan.id,
-            plan.command,
-            plan.args.join(" ")
-        ));
-        workers.push((plan, proc));
+        workers.push(start_ready(embedded(plan), &plans, &logs, &mut started).await);
     }
 
     // 3. The Jobs and CronJobs, each to completion, in the rendered order.
@@ -568,52 +613,9 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     // trigger names a stream and a durable consumer its target's workers
     // created, and every HPA external metric is on its target's /metrics
     // with the trigger's labels (the overlay's objects and every component's).
-    let mut autoscalers: BTreeMap<(String, String), serde_json::Value> = BTreeMap::new();
-    let components = k8s::repo_root().join("deploy/k8s/components");
-    for component in std::fs::read_dir(&components)
-        .expect("deploy/k8s/components")
-        .flatten()
-    {
-        for file in std::fs::read_dir(component.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let path = file.path();
-            if path.extension().is_some_and(|e| e == "yaml")
-                && path.file_name() != Some("kustomization.yaml".as_ref())
-            {
-                let text = std::fs::read_to_string(&path).unwrap();
-                for o in k8s::parse_yaml_stream(&text)
-                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-                {
-                    let key = (
-                        o["kind"].as_str().unwrap_or_default().to_owned(),
-                        o["metadata"]["name"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned(),
-                    );
-                    autoscalers.insert(key, o);
-                }
-            }
-        }
-    }
-    for o in &objects {
-        let key = (
-            o["kind"].as_str().unwrap_or_default().to_owned(),
-            o["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-        );
-        autoscalers.insert(key, o.clone());
-    }
+    let autoscalers = autoscalers(&objects);
     let mut checks = Vec::new();
-    for ((kind, object), o) in autoscalers
-        .iter()
-        .filter(|((k, _), _)| k == "ScaledObject" || k == "HorizontalPodAutoscaler")
-    {
+    for ((kind, object), o) in &autoscalers {
         let target = o["spec"]["scaleTargetRef"]["name"]
             .as_str()
             .unwrap_or_default();
@@ -693,16 +695,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         .filter(long_running)
         .filter(|p| p.weft && is_reader(p))
     {
-        let plan = embedded(plan);
-        let mut proc = plan.spawn(&logs).unwrap_or_else(|e| panic!("{e}"));
-        wait_ready(&plan, &mut proc).await;
-        started.push(format!(
-            "{} ({} {})",
-            plan.id,
-            plan.command,
-            plan.args.join(" ")
-        ));
-        readers.push((plan, proc));
+        readers.push(start_ready(embedded(plan), &plans, &logs, &mut started).await);
     }
     let (query_plan, query) = readers
         .first_mut()
