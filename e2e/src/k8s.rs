@@ -662,7 +662,8 @@ impl Probe {
     }
 }
 
-/// `GET path` on a loopback port: the body, for a status in 200..400.
+/// `GET path` on a loopback port (HTTP/1.0: no chunked body): the body,
+/// for a status in 200..400.
 pub fn http_get(port: u16, path: &str) -> Result<String, String> {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))
         .map_err(|e| format!("connect to 127.0.0.1:{port}: {e}"))?;
@@ -671,7 +672,7 @@ pub fn http_get(port: u16, path: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())?;
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n"
     )
     .map_err(|e| e.to_string())?;
     let mut response = Vec::new();
@@ -1042,6 +1043,15 @@ impl Overlay {
         }
     }
 
+    /// The local port of an in-cluster Service's `host:port`, when the
+    /// workload behind it runs here.
+    pub fn local_port(&self, host: &str, port: u16) -> Option<u16> {
+        let (workload, container_port) = self.services.get(&(host.to_ascii_lowercase(), port))?;
+        self.runnable
+            .contains(workload)
+            .then(|| self.ports[&(workload.clone(), *container_port)])
+    }
+
     /// `value` with the host and port of a URL in it moved to the local
     /// process serving that in-cluster Service, else to the stand-in for
     /// `variable`; a URL that neither covers is an error.
@@ -1060,10 +1070,7 @@ impl Overlay {
         if ["127.0.0.1", "localhost", "[::1]"].contains(&host.as_str()) {
             return Ok(value.to_owned());
         }
-        if let Some((workload, container_port)) = self.services.get(&(host.clone(), port))
-            && self.runnable.contains(workload)
-        {
-            let local = self.ports[&(workload.clone(), *container_port)];
+        if let Some(local) = self.local_port(&host, port) {
             return Ok(format!("{scheme}://127.0.0.1:{local}{rest}"));
         }
         if let Some(url) = variable.and_then(|v| stand_ins.url(v)) {

@@ -643,6 +643,38 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
                 )
             });
             checks.push(format!("{kind}/{object}: {stream}/{consumer} exists"));
+            // KEDA's own query, when the monitoring endpoint is a Service
+            // of the overlay that runs here (dev with components/keda).
+            let endpoint = trigger["metadata"]["natsServerMonitoringEndpoint"]
+                .as_str()
+                .unwrap_or_default();
+            let account = trigger["metadata"]["account"].as_str().unwrap_or_default();
+            if let Some((host, port)) = endpoint.rsplit_once(':')
+                && let Some(local) = port.parse().ok().and_then(|p| overlay.local_port(host, p))
+            {
+                let jsz = format!("/jsz?acc={account}&consumers=true&config=true");
+                let body = k8s::http_get(local, &jsz)
+                    .unwrap_or_else(|e| panic!("{kind}/{object}: {endpoint}{jsz}: {e}"));
+                // What the scaler reads: account → stream → consumer, by name.
+                let jsz_json: serde_json::Value = serde_json::from_str(&body)
+                    .unwrap_or_else(|e| panic!("{kind}/{object}: {endpoint}{jsz}: {e}"));
+                let named = |list: &serde_json::Value, key: &str| {
+                    list.as_array()
+                        .into_iter()
+                        .flatten()
+                        .find(|item| item["name"] == key)
+                        .cloned()
+                };
+                let listed = named(&jsz_json["account_details"], account)
+                    .and_then(|a| named(&a["stream_detail"], stream))
+                    .and_then(|s| named(&s["consumer_detail"], consumer));
+                assert!(
+                    listed.is_some(),
+                    "{kind}/{object}: {endpoint}{jsz} has no account {account:?} with stream {stream} and consumer {consumer}:\n{}",
+                    body.chars().take(2000).collect::<String>()
+                );
+                checks.push(format!("{kind}/{object}: {endpoint}{jsz} lists it"));
+            }
         }
         for metric in o["spec"]["metrics"].as_array().into_iter().flatten() {
             if metric["type"] != "External" {
