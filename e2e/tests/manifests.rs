@@ -644,12 +644,45 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 
+    let mut checks = Vec::new();
+    // 4a. The CronJob's next run (the next night) publishes nothing: the
+    // crawler decides "unchanged" with the settings the chunker and the
+    // embedder recorded, so nothing is cut or embedded again.
+    let cronjobs: BTreeSet<String> = overlay
+        .workloads
+        .iter()
+        .filter(|w| w.kind == "CronJob")
+        .map(|w| w.id())
+        .collect();
+    for plan in plans
+        .iter()
+        .filter(|p| p.weft && !p.init && cronjobs.contains(&p.workload))
+    {
+        let proc = run_to_completion(&embedded(plan), &logs);
+        if let Ok(summary) = serde_json::from_str::<serde_json::Value>(&proc.stdout()) {
+            let published: u64 = summary["sources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| s["documents_published"].as_u64().unwrap_or(0))
+                .sum();
+            if published != 0 {
+                fail(
+                    &proc,
+                    &format!(
+                        "its second run over unchanged sources published {published} documents: {summary}"
+                    ),
+                );
+            }
+            checks.push(format!("{}: a second run publishes nothing", plan.id));
+        }
+    }
+
     // 4b. What the autoscalers read exists: every KEDA nats-jetstream
     // trigger names a stream and a durable consumer its target's workers
     // created, and every HPA external metric is on its target's /metrics
     // with the trigger's labels (the overlay's objects and every component's).
     let autoscalers = autoscalers(&objects);
-    let mut checks = Vec::new();
     for ((kind, object), o) in &autoscalers {
         let target = o["spec"]["scaleTargetRef"]["name"]
             .as_str()
