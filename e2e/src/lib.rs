@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+pub mod k8s;
 pub mod otlp;
 
 use std::io::{BufRead, BufReader};
