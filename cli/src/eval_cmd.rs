@@ -188,6 +188,13 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
     };
     let ctx = Context::load(config_file, &store)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    // One writer of a data directory at a time, as for `weft index`.
+    let _writing = ctx.data_dir().lock_writer(|| {
+        eprintln!(
+            "weft: waiting for another weft index of {} to finish…",
+            ctx.locations.data_dir.display()
+        )
+    })?;
     runtime.block_on(async {
         let (stores, embedder) = ctx.open_for_indexing().await?;
         let indexer = Indexer::new(

@@ -107,7 +107,7 @@ async fn hostile_documents_are_dead_lettered_and_the_worker_goes_on() {
         (
             subject_of(8),
             elsewhere.encode_to_vec(),
-            "belong on weft.docs.demo.",
+            "belong on weft.docs.g0.demo.",
         ),
     ];
     for (subject, payload, _) in &hostile {

@@ -154,7 +154,7 @@ async fn hostile_batches_are_dead_lettered_and_the_worker_goes_on() {
         (
             chunks_subject(0, PROJECT, "00000000000000c2"),
             elsewhere.encode_to_vec(),
-            "belong on weft.chunks.demo.",
+            "belong on weft.chunks.g0.demo.",
         ),
     ];
     for (subject, payload, _) in &hostile {
