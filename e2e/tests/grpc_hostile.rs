@@ -140,6 +140,9 @@ async fn hostile_requests_get_their_codes_and_the_service_stays_well_under_load(
     let env = [
         ("WEFT_DATA_DIR", data.path().display().to_string()),
         ("WEFT_MODEL_DIR", model_dir().display().to_string()),
+        // The index `weft index` made: its generations are recorded in the
+        // data directory, not in NATS.
+        ("WEFT__GENERATIONS__REGISTRY", "data_dir".to_owned()),
         ("WEFT__QUERY__MAX_QUERY_CHARS", MAX_QUERY_CHARS.to_string()),
         ("WEFT__QUERY__MAX_LIMIT", MAX_LIMIT.to_string()),
         (

@@ -117,7 +117,8 @@ pub struct Collected {
     /// Generations removed.
     pub removed: Vec<u32>,
     /// Retired or aborted generations still read by some process (a
-    /// server that has not moved yet): removed by a later run.
+    /// server that has not moved yet, a query in flight): removed by a later
+    /// run, or by the reader following the live one once it lets go.
     pub still_read: Vec<u32>,
 }
 

@@ -545,17 +545,29 @@ impl LiveQuery {
             "the live index generation changed: new queries read generation {live}"
         );
         drop(previous);
-        if matches!(self.source, LiveSource::DataDir) && self.config.stores.uses_data_dir() {
-            // Let go of the old generation as soon as no query holds it.
-            match crate::generations::collect_garbage(&self.locations.data()) {
-                Ok(c) if !c.removed.is_empty() => {
-                    tracing::info!(removed = ?c.removed, "removed index generations no longer read")
+        self.collect_unread();
+        Ok(Some(live))
+    }
+
+    /// With a data directory's own record: removes the old generations no
+    /// process reads any more. `true` when some are still read (a query in
+    /// flight, another process), so that it is tried again.
+    fn collect_unread(&self) -> bool {
+        if !(matches!(self.source, LiveSource::DataDir) && self.config.stores.uses_data_dir()) {
+            return false;
+        }
+        match crate::generations::collect_garbage(&self.locations.data()) {
+            Ok(c) => {
+                if !c.removed.is_empty() {
+                    tracing::info!(removed = ?c.removed, "removed index generations no longer read");
                 }
-                Ok(_) => {}
-                Err(e) => tracing::warn!("cannot remove old index generations: {e}"),
+                !c.still_read.is_empty()
+            }
+            Err(e) => {
+                tracing::warn!("cannot remove old index generations: {e}");
+                true
             }
         }
-        Ok(Some(live))
     }
 
     /// Follows the record, checking it every `every`, until dropped with
@@ -574,6 +586,10 @@ impl LiveQuery {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut announced: Option<(u32, std::time::Instant)> = None;
+            // Old generations still read when last tried (by a query in
+            // flight at the switch, or another process): tried again each
+            // tick until removed.
+            let mut unread_pending = false;
             let shared_embedded = matches!(this.source, LiveSource::Registry(_))
                 && this.config.stores.uses_data_dir();
             loop {
@@ -585,7 +601,15 @@ impl LiveQuery {
                         tracing::error!("not following the live index generation: {e}")
                     }
                     Err(e) => tracing::warn!("cannot follow the live index generation: {e}"),
-                    Ok(_) => {}
+                    Ok(Some(_)) => unread_pending = true,
+                    Ok(None) => {}
+                }
+                if unread_pending {
+                    // Blocking file work (locks, removal): off the runtime.
+                    let that = this.clone();
+                    unread_pending = tokio::task::spawn_blocking(move || that.collect_unread())
+                        .await
+                        .unwrap_or(true);
                 }
                 if let LiveSource::Registry(registry) = &this.source {
                     let generation = this.current().generation;
