@@ -129,11 +129,17 @@ pub fn default_model_dir() -> PathBuf {
 }
 
 /// How embedding calls are cut: `embedding.batch_size` texts and
-/// `embedder.max_batch_tokens` estimated tokens at most.
+/// `embedder.max_batch_tokens` estimated tokens at most; an API gets
+/// `embedding.max_in_flight` calls at once (one request each), the local
+/// model one.
 pub fn embed_batching(config: &WeftConfig) -> EmbedBatching {
     EmbedBatching {
         max_texts: config.embedding.batch_size,
         max_tokens: config.embedder.max_batch_tokens,
+        concurrent_calls: match config.embedding.provider {
+            weft_config::EmbeddingProvider::Http => config.embedding.max_in_flight,
+            weft_config::EmbeddingProvider::Local => 1,
+        },
     }
 }
 

@@ -16,7 +16,8 @@
 //!    text embedded before in any document, project, fork or earlier cut
 //!    is not sent to the model — and
 //!    embeds what is left, each distinct text once, in calls bounded by
-//!    count and estimated tokens;
+//!    count and estimated tokens, up to [`EmbedBatching::concurrent_calls`]
+//!    at once;
 //! 4. upserts vectors and text, and deletes each document's chunks at or
 //!    past its new `total_chunks` when any are stored (all of a deleted
 //!    document's);
@@ -29,6 +30,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
 
 use weft_core::ports::{DocumentRecord, Embedder, PortError, PortResult};
 use weft_core::{Chunk, ChunkId, DocumentId, IndexIdentity, embedding_key};
@@ -180,6 +183,9 @@ pub struct EmbedBatching {
     /// Estimated tokens (bytes / 4) per call at most; one text over it goes
     /// alone.
     pub max_tokens: usize,
+    /// Calls running at once (an API keeps several requests in flight; the
+    /// local model takes one call at a time).
+    pub concurrent_calls: usize,
 }
 
 /// Writes documents' chunks to the stores and the catalog (see the module
@@ -423,9 +429,10 @@ impl IndexWriter {
         Ok((vectors, keys))
     }
 
-    /// Embeds `texts` in calls bounded by count and estimated tokens.
+    /// Embeds `texts` in calls bounded by count and estimated tokens, up to
+    /// `concurrent_calls` at once; the time counted is the wall time of all.
     async fn embed(&self, all: &[&str], stats: &mut WriteStats) -> PortResult<Vec<Vec<f32>>> {
-        let mut vectors = Vec::with_capacity(all.len());
+        let mut calls: Vec<Vec<String>> = Vec::new();
         let mut start = 0;
         while start < all.len() {
             let mut texts = Vec::new();
@@ -441,19 +448,29 @@ impl IndexWriter {
                 texts.push(text);
                 end += 1;
             }
-            let started = Instant::now();
-            let batch = self.embedder.embed(&texts).await?;
-            stats.embedding_time += started.elapsed();
-            stats.embedding_calls += 1;
-            if batch.len() != texts.len() {
-                return Err(PortError::new(
-                    format!("embedder {}", self.embedder.model_id()),
-                    format!("{} vectors for {} texts", batch.len(), texts.len()),
-                ));
-            }
-            vectors.extend(batch);
+            calls.push(texts);
             start = end;
         }
-        Ok(vectors)
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let started = Instant::now();
+        stats.embedding_calls += calls.len();
+        let batches: Vec<Vec<Vec<f32>>> = futures::stream::iter(calls)
+            .map(|texts| async move {
+                let batch = self.embedder.embed(&texts).await?;
+                if batch.len() != texts.len() {
+                    return Err(PortError::new(
+                        format!("embedder {}", self.embedder.model_id()),
+                        format!("{} vectors for {} texts", batch.len(), texts.len()),
+                    ));
+                }
+                Ok(batch)
+            })
+            .buffered(self.batching.concurrent_calls.max(1))
+            .try_collect()
+            .await?;
+        stats.embedding_time += started.elapsed();
+        Ok(batches.into_iter().flatten().collect())
     }
 }

@@ -569,3 +569,87 @@ async fn a_copy_of_a_project_embeds_only_what_differs() {
         "only the fork's documents"
     );
 }
+
+/// The real model behind a slow door, as an API is: counts the calls in
+/// flight at once and remembers every text's vector.
+struct ApiLikeModel {
+    inner: Arc<dyn weft_core::ports::Embedder>,
+    in_flight: std::sync::atomic::AtomicUsize,
+    most_in_flight: std::sync::atomic::AtomicUsize,
+    made: std::sync::Mutex<Vec<(String, Vec<f32>)>>,
+}
+
+#[async_trait::async_trait]
+impl weft_core::ports::Embedder for ApiLikeModel {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+    async fn embed(&self, texts: &[String]) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        let vectors = self.inner.embed(texts).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        let vectors = vectors?;
+        let mut made = self.made.lock().unwrap();
+        made.extend(texts.iter().cloned().zip(vectors.iter().cloned()));
+        Ok(vectors)
+    }
+    async fn embed_queries(
+        &self,
+        queries: &[String],
+    ) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        self.inner.embed_queries(queries).await
+    }
+}
+
+/// With an embedding API (`provider = "http"`) the write step keeps
+/// `embedding.max_in_flight` calls going at once, and every vector is
+/// stored under its own text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_gets_max_in_flight_calls_at_once() {
+    let tree = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let (spec, options) = fixture_source(tree.path());
+    let mut config = weft_config::WeftConfig::default();
+    config.embedding.provider = weft_config::EmbeddingProvider::Http;
+    config.embedding.max_in_flight = 3;
+    config.embedding.batch_size = 1;
+    let model = Arc::new(ApiLikeModel {
+        inner: common::model(),
+        in_flight: Default::default(),
+        most_in_flight: Default::default(),
+        made: Default::default(),
+    });
+    let indexer = common::indexer_with(data.path(), model.clone(), config.clone());
+    let summary = indexer.index(&spec, &options).await.unwrap();
+    drop(indexer);
+    assert!(summary.chunks_written >= 5, "{summary:#?}");
+    assert_eq!(model.most_in_flight.load(Ordering::SeqCst), 3);
+
+    let stores = common::stores(data.path());
+    let tag = weft_pipeline::embedder_tag(
+        &config.embedding,
+        weft_core::ports::Embedder::model_id(model.as_ref()),
+    );
+    let made = model.made.lock().unwrap().clone();
+    assert_eq!(made.len(), summary.chunks_written - summary.vectors_reused);
+    let keys: Vec<String> = made
+        .iter()
+        .map(|(text, _)| weft_core::embedding_key(&tag, text))
+        .collect();
+    let stored = stores.vectors.vectors_by_key(&keys).await.unwrap();
+    for ((text, vector), key) in made.iter().zip(&keys) {
+        let got = stored
+            .get(key)
+            .unwrap_or_else(|| panic!("no vector for {text:?}"));
+        let dot: f32 = got.iter().zip(vector).map(|(a, b)| a * b).sum();
+        assert!(
+            dot > 0.9999,
+            "{text:?} stored with another text's vector ({dot})"
+        );
+    }
+}

@@ -14,8 +14,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 /// The metrics of a weft process. Stage labels: `crawler`, `chunker`,
@@ -36,6 +36,14 @@ pub struct Metrics {
     pub embedding_batch_size: Histogram,
     /// Seconds per query, by outcome (`ok`, `error`).
     pub query_seconds: HistogramVec,
+    /// Requests an embedding API may have in flight now: the adaptive limit
+    /// (at most `embedding.max_in_flight`, lowered when the API throttles).
+    pub embedding_api_concurrency: IntGauge,
+    /// Requests in flight to an embedding API now.
+    pub embedding_api_in_flight: IntGauge,
+    /// Embedding API requests answered with a sign of overload, by reason
+    /// (`rate_limited`: 429, `unavailable`: 503/504 or `Retry-After`, `timeout`).
+    pub embedding_api_throttled: IntCounterVec,
 }
 
 fn build() -> Result<Metrics, prometheus::Error> {
@@ -77,6 +85,21 @@ fn build() -> Result<Metrics, prometheus::Error> {
         ]),
         &["outcome"],
     )?;
+    let embedding_api_concurrency = IntGauge::new(
+        "weft_embedding_api_concurrency",
+        "Requests the embedding API may have in flight now (adaptive, at most embedding.max_in_flight)",
+    )?;
+    let embedding_api_in_flight = IntGauge::new(
+        "weft_embedding_api_in_flight",
+        "Requests in flight to the embedding API",
+    )?;
+    let embedding_api_throttled = IntCounterVec::new(
+        Opts::new(
+            "weft_embedding_api_throttled_total",
+            "Embedding API requests answered with a sign of overload, by reason",
+        ),
+        &["reason"],
+    )?;
     registry.register(Box::new(documents.clone()))?;
     registry.register(Box::new(chunks.clone()))?;
     registry.register(Box::new(errors.clone()))?;
@@ -84,6 +107,9 @@ fn build() -> Result<Metrics, prometheus::Error> {
     registry.register(Box::new(embedding_seconds.clone()))?;
     registry.register(Box::new(embedding_batch_size.clone()))?;
     registry.register(Box::new(query_seconds.clone()))?;
+    registry.register(Box::new(embedding_api_concurrency.clone()))?;
+    registry.register(Box::new(embedding_api_in_flight.clone()))?;
+    registry.register(Box::new(embedding_api_throttled.clone()))?;
     Ok(Metrics {
         registry,
         documents,
@@ -93,6 +119,9 @@ fn build() -> Result<Metrics, prometheus::Error> {
         embedding_seconds,
         embedding_batch_size,
         query_seconds,
+        embedding_api_concurrency,
+        embedding_api_in_flight,
+        embedding_api_throttled,
     })
 }
 
@@ -214,12 +243,19 @@ mod tests {
         m.observe_query(Duration::from_millis(12), true);
         m.observe_embedding(Duration::from_millis(40), 16);
         m.pending.with_label_values(&["WEFT_DOCS"]).set(3);
+        m.embedding_api_concurrency.set(2);
+        m.embedding_api_throttled
+            .with_label_values(&["rate_limited"])
+            .inc();
         let text = m.render();
         for name in [
             "weft_documents_total{outcome=\"indexed\",stage=\"chunker\"} 1",
             "weft_query_seconds_bucket",
             "weft_embedding_batch_size_sum 16",
             "weft_queue_pending_messages{stream=\"WEFT_DOCS\"} 3",
+            "weft_embedding_api_concurrency 2",
+            "weft_embedding_api_in_flight 0",
+            "weft_embedding_api_throttled_total{reason=\"rate_limited\"} 1",
         ] {
             assert!(text.contains(name), "{name} missing from\n{text}");
         }

