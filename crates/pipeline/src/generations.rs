@@ -178,6 +178,24 @@ pub(crate) fn copy_tree(from: &Path, to: &Path, skip: &[&str]) -> Result<u64, Da
     Ok(bytes)
 }
 
+/// Syncs every file and directory under `path` to disk (files copied into
+/// a generation are otherwise only in the page cache when it is switched to).
+fn sync_tree(path: &Path) -> Result<(), DataDirError> {
+    for entry in std::fs::read_dir(path).map_err(|e| io_error(path, e))? {
+        let entry = entry.map_err(|e| io_error(path, e))?;
+        let kind = entry.file_type().map_err(|e| io_error(&entry.path(), e))?;
+        if kind.is_dir() {
+            sync_tree(&entry.path())?;
+        } else if kind.is_file() {
+            let file = std::fs::File::open(entry.path()).map_err(|e| io_error(&entry.path(), e))?;
+            file.sync_all().map_err(|e| io_error(&entry.path(), e))?;
+        }
+    }
+    std::fs::File::open(path)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|e| io_error(path, e))
+}
+
 /// How many chunks a generation holds, by each of its stores.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct GenerationCounts {
@@ -238,6 +256,9 @@ pub enum SwitchError {
     /// A store could not be counted.
     #[error(transparent)]
     Port(#[from] PortError),
+    /// The generation's files could not be synced to disk.
+    #[error(transparent)]
+    DataDir(#[from] DataDirError),
 }
 
 /// Marks the building generation `number` aborted (with why), leaving the
@@ -411,6 +432,8 @@ impl GenerationBuild {
                 counts,
             });
         }
+        // What the record will point at is on disk before the record is.
+        sync_tree(self.target.path())?;
         let now = now_secs();
         let registry = FileRegistry::new(self.target.data_dir());
         Ok(registry.update_blocking(&|g: &mut Generations| g.switch_to(number, now))?)
