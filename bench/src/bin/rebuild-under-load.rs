@@ -8,12 +8,16 @@
 //! generation.
 //!
 //! ```sh
-//! cargo build --release -p weft-cli -p weft-bench
+//! cargo build --release -p weft-cli -p weft-bench --bin weft --bin rebuild-under-load
 //! weft index $E/nodoc/guava --project guava-hard --data-dir /tmp/gen-guava
 //! target/release/rebuild-under-load --weft target/release/weft --data-dir /tmp/gen-guava \
 //!   --source $E/nodoc/guava --project guava-hard \
-//!   --queries ../shared/eval/queries/java.jsonl --corpus guava
+//!   --queries ../shared/eval/queries/java.jsonl --corpus guava \
+//!   --rebuild-env WEFT__CHUNKING__CODE__MAX_CHARS=2000
 //! ```
+//!
+//! (`--rebuild-env` makes the rebuild a chunker change; without it every
+//! chunk is found unchanged and the rebuild only copies and switches.)
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
