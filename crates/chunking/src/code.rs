@@ -60,12 +60,58 @@ const PARSE_BUDGET_PER_KIB: usize = 40;
 const PARSE_TIME_BASE: Duration = Duration::from_secs(1);
 const PARSE_TIME_PER_MIB: Duration = Duration::from_secs(4);
 
+/// The longest heredoc word a Ruby file may have to be parsed:
+/// tree-sitter-ruby 0.23 saves a heredoc word's length in one byte and
+/// asserts, aborting the process, when its saved state does not read back
+/// (a word of 256 bytes or more). Kept well under that.
+const RUBY_MAX_HEREDOC_WORD: usize = 200;
+
+/// Why `text` must not reach `language`'s grammar at all: an input its
+/// external scanner cannot survive (a C `assert` aborts the whole process,
+/// no budget can stop it). `None` for every other input.
+pub(crate) fn grammar_hazard(language: CodeLanguage, text: &str) -> Option<String> {
+    if language != CodeLanguage::Ruby {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let word_char = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+    let mut at = 0;
+    while let Some(found) = text.get(at..).and_then(|rest| rest.find("<<")) {
+        let mut i = at + found + 2;
+        at += found + 1;
+        if matches!(bytes.get(i), Some(b'~' | b'-')) {
+            i += 1;
+        }
+        let length = match bytes.get(i) {
+            Some(&quote @ (b'"' | b'\'' | b'`')) => bytes[i + 1..]
+                .iter()
+                .position(|&b| b == quote || b == b'\n')
+                .unwrap_or(bytes.len() - i - 1),
+            _ => bytes[i.min(bytes.len())..]
+                .iter()
+                .position(|&b| !word_char(b))
+                .unwrap_or(bytes.len() - i.min(bytes.len())),
+        };
+        if length > RUBY_MAX_HEREDOC_WORD {
+            return Some(format!(
+                "a heredoc word of {length} bytes at byte {}: the ruby grammar cannot hold words over 255 bytes",
+                at - 1
+            ));
+        }
+    }
+    None
+}
+
 /// Parses `text` with the grammar of `language`, reusing this thread's parser.
 /// TypeScript is parsed from [`typescript::parse_input`]: the same bytes but
 /// for constructs its grammar cannot read, so node ranges are `text`'s.
 /// `None` when the parser gives up: over its work budget (a pathological
-/// input) or no grammar.
+/// input), an input the grammar cannot survive ([`grammar_hazard`]), or no
+/// grammar.
 pub fn parse(language: CodeLanguage, text: &str) -> Option<Tree> {
+    if grammar_hazard(language, text).is_some() {
+        return None;
+    }
     let input = match language {
         CodeLanguage::TypeScript => typescript::parse_input(text, false),
         CodeLanguage::Tsx => typescript::parse_input(text, true),
@@ -113,6 +159,9 @@ pub fn parse(language: CodeLanguage, text: &str) -> Option<Tree> {
 }
 
 pub(crate) fn chunk(language: CodeLanguage, text: &str, config: &CodeConfig) -> CodeOutcome {
+    if let Some(reason) = grammar_hazard(language, text) {
+        return CodeOutcome::Unparsable { reason };
+    }
     let Some(tree) = parse(language, text) else {
         return CodeOutcome::Unparsable {
             reason: format!(

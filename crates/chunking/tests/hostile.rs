@@ -419,3 +419,38 @@ fn invalid_utf8_in_the_middle_is_refused_with_its_offset() {
         );
     }
 }
+
+/// tree-sitter-ruby 0.23 keeps a heredoc's word length in one byte of its
+/// saved state and asserts when reading it back: a word of 256 bytes or
+/// more aborted the whole process (found by the fuzz test). Such a file is
+/// cut into line windows, with a warning saying why; every other Ruby file
+/// is parsed as before.
+#[test]
+fn a_ruby_heredoc_with_a_word_too_long_for_its_grammar() {
+    let chunker = Chunker::new(ChunkingConfig::default()).unwrap();
+    for (opener, word) in [
+        ("<<~", "W".repeat(300)),
+        ("<<-", "END_".repeat(80)),
+        ("<<", "x".repeat(256)),
+        ("<<~\"", format!("{} words\"", "long ".repeat(60))),
+    ] {
+        let closing = word.trim_end_matches('"');
+        let text = format!(
+            "class Report\n  def body\n    text = {opener}{word}\n      line one\n      line two\n    {closing}\n    text\n  end\nend\n\ndef after\n  42\nend\n"
+        );
+        let doc = chunker.chunk_text("demo", "lib/report.rb", &text);
+        weft_core::invariants::check(doc.text(&text), &doc.chunks)
+            .unwrap_or_else(|e| panic!("{opener}: {e}"));
+        assert!(
+            doc.warnings
+                .iter()
+                .any(|w| w.contains("heredoc") && w.contains("ruby")),
+            "{opener}: {:?}",
+            doc.warnings
+        );
+    }
+    // A heredoc word of ordinary length is parsed: definitions, no warning.
+    let text = "class Report\n  def body\n    <<~SQL\n      select 1\n    SQL\n  end\nend\n";
+    let doc = chunker.chunk_text("demo", "lib/report.rb", text);
+    assert!(doc.warnings.is_empty(), "{:?}", doc.warnings);
+}
