@@ -209,7 +209,12 @@ async fn retry_after_is_honoured_and_the_width_halves_then_grows_back() {
         .filter(|s| s.arrived > last_429 + Duration::from_millis(200) && s.arrived < wait_over)
         .collect();
     assert!(early.is_empty(), "sent during Retry-After: {early:?}");
-    let resumed: Vec<&Seen> = seen.iter().filter(|s| s.arrived >= wait_over).collect();
+    // (The refused requests themselves are left out: on a loaded machine
+    // one of the six sent at once can reach the server late.)
+    let resumed: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.status != 429 && s.arrived >= wait_over)
+        .collect();
     assert_eq!(resumed.len(), 150, "everything else came after the wait");
     // Half the width after the refusals: the first requests after the wait
     // found at most 3 in flight (6 were waiting to be retried).
