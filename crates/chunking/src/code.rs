@@ -70,9 +70,45 @@ const RUBY_MAX_HEREDOC_WORD: usize = 200;
 /// external scanner cannot survive (a C `assert` aborts the whole process,
 /// no budget can stop it). `None` for every other input.
 pub(crate) fn grammar_hazard(language: CodeLanguage, text: &str) -> Option<String> {
-    if language != CodeLanguage::Ruby {
-        return None;
+    match language {
+        CodeLanguage::Ruby => ruby_hazard(text),
+        CodeLanguage::Bash => bash_hazard(text),
+        _ => None,
     }
+}
+
+/// tree-sitter-bash 0.25's scanner reads a brace range (`{1..9}`) with C's
+/// `isdigit`, which indexes a table of 384 entries by the character: a
+/// character over U+00FF right after `{` and its digits (or after `..` and
+/// its digits) reads far outside it, and crashed the process (found by the
+/// property tests: `{` and U+DFCCC).
+fn bash_hazard(text: &str) -> Option<String> {
+    let past_digits = |from: usize| {
+        from + text.get(from..).map_or(0, |rest| {
+            rest.bytes().take_while(u8::is_ascii_digit).count()
+        })
+    };
+    let wide = |at: usize| {
+        text.get(at..)
+            .and_then(|rest| rest.chars().next())
+            .filter(|c| u32::from(*c) > 0xFF)
+    };
+    for (brace, _) in text.match_indices('{') {
+        let mut at = past_digits(brace + 1);
+        if wide(at).is_none() && text.get(at..).is_some_and(|rest| rest.starts_with("..")) {
+            at = past_digits(at + 2);
+        }
+        if let Some(c) = wide(at) {
+            return Some(format!(
+                "{c:?} (U+{:04X}) after '{{' at byte {brace}: the shell grammar cannot read a character over U+00FF there",
+                u32::from(c)
+            ));
+        }
+    }
+    None
+}
+
+fn ruby_hazard(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let word_char = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
     let mut at = 0;

@@ -454,3 +454,37 @@ fn a_ruby_heredoc_with_a_word_too_long_for_its_grammar() {
     let doc = chunker.chunk_text("demo", "lib/report.rb", text);
     assert!(doc.warnings.is_empty(), "{:?}", doc.warnings);
 }
+
+/// tree-sitter-bash 0.25 reads a brace range with C's `isdigit`, which is
+/// undefined (and crashed the process) for a character over U+00FF right
+/// after `{` (found by the property tests: `{` and U+DFCCC). Such a file is
+/// cut into line windows with a warning; Latin-1 and ordinary braces parse.
+#[test]
+fn a_shell_brace_before_a_wide_character() {
+    let chunker = Chunker::new(ChunkingConfig::default()).unwrap();
+    for text in [
+        "{\u{DFCCC}",
+        "echo start\nfor i in {1..3}; do echo $i; done\necho {12\u{E0067}x}\n",
+        "echo {1..\u{F0000}}\n",
+    ] {
+        let doc = chunker.chunk_text("demo", "bin/run.sh", text);
+        weft_core::invariants::check(doc.text(text), &doc.chunks)
+            .unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        assert!(
+            doc.warnings.iter().any(|w| w.contains("shell grammar")),
+            "{text:?}: {:?}",
+            doc.warnings
+        );
+    }
+    for text in [
+        "echo {a,b}\nfor i in {1..3}; do echo $i; done\n",
+        "echo {é}\n",
+    ] {
+        let doc = chunker.chunk_text("demo", "bin/run.sh", text);
+        assert!(
+            !doc.warnings.iter().any(|w| w.contains("shell grammar")),
+            "{text:?}: {:?}",
+            doc.warnings
+        );
+    }
+}
