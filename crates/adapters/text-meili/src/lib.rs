@@ -156,7 +156,30 @@ pub fn to_filter(filter: &SearchFilter) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" AND "))
 }
 
+/// How a failed request to the server at `url` about index `uid` is reported.
+fn request_error(
+    url: &str,
+    uid: &str,
+) -> impl Fn(&'static str, meilisearch_sdk::errors::Error) -> MeiliIndexError {
+    let (url, uid) = (url.to_owned(), uid.to_owned());
+    move |what, e| MeiliIndexError::Request {
+        what,
+        index: uid.clone(),
+        message: format!("{e} ({url})"),
+    }
+}
+
 impl MeiliTextIndex {
+    /// A handle on index `uid` of the server at `url`; nothing is asked of
+    /// the server yet.
+    fn handle(url: &str, key: Option<String>, uid: &str) -> Result<Self, MeiliIndexError> {
+        let client = Client::new(url, key).map_err(|e| request_error(url, uid)("connect", e))?;
+        Ok(Self {
+            index: client.index(uid),
+            client,
+        })
+    }
+
     /// Connects to `url` and opens index `uid`, creating it (primary key
     /// `id`) when missing, and applies the searchable and filterable
     /// attributes, waiting for every task.
@@ -165,16 +188,8 @@ impl MeiliTextIndex {
         api_key: Option<String>,
         uid: &str,
     ) -> Result<Self, MeiliIndexError> {
-        let request = |what, e: meilisearch_sdk::errors::Error| MeiliIndexError::Request {
-            what,
-            index: uid.to_owned(),
-            message: format!("{e} ({url})"),
-        };
-        let client = Client::new(url, api_key).map_err(|e| request("connect", e))?;
-        let this = Self {
-            index: client.index(uid),
-            client,
-        };
+        let request = request_error(url, uid);
+        let this = Self::handle(url, api_key, uid)?;
         match this.client.get_index(uid).await {
             Ok(existing) => {
                 if existing.primary_key.as_deref().is_some_and(|k| k != "id") {
@@ -222,16 +237,8 @@ impl MeiliTextIndex {
         search_key: Option<String>,
         uid: &str,
     ) -> Result<Self, MeiliIndexError> {
-        let request = |what, e: meilisearch_sdk::errors::Error| MeiliIndexError::Request {
-            what,
-            index: uid.to_owned(),
-            message: format!("{e} ({url})"),
-        };
-        let client = Client::new(url, search_key).map_err(|e| request("connect", e))?;
-        let this = Self {
-            index: client.index(uid),
-            client,
-        };
+        let request = request_error(url, uid);
+        let this = Self::handle(url, search_key, uid)?;
         let probe = this
             .index
             .search()
@@ -264,16 +271,8 @@ impl MeiliTextIndex {
         api_key: Option<String>,
         uid: &str,
     ) -> Result<bool, MeiliIndexError> {
-        let request = |what, e: meilisearch_sdk::errors::Error| MeiliIndexError::Request {
-            what,
-            index: uid.to_owned(),
-            message: format!("{e} ({url})"),
-        };
-        let client = Client::new(url, api_key).map_err(|e| request("connect", e))?;
-        let this = Self {
-            index: client.index(uid),
-            client,
-        };
+        let request = request_error(url, uid);
+        let this = Self::handle(url, api_key, uid)?;
         match this.client.get_index(uid).await {
             Ok(_) => {}
             Err(meilisearch_sdk::errors::Error::Meilisearch(e))

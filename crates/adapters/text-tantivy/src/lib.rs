@@ -222,6 +222,20 @@ impl TantivyTextIndex {
         }
     }
 
+    /// Whether `dir` holds an index of this [`TEXT_FORMAT`]: `false` when it
+    /// holds none, [`TextIndexError::OtherFormat`] for another format.
+    fn has_this_format(dir: &Path) -> Result<bool, TextIndexError> {
+        match Self::format_in(dir)? {
+            Some(found) if found != TEXT_FORMAT => Err(TextIndexError::OtherFormat {
+                dir: dir.to_owned(),
+                found,
+                expected: TEXT_FORMAT,
+            }),
+            Some(_) => Ok(true),
+            None => Ok(false),
+        }
+    }
+
     /// Opens the index in `dir`, creating it (and the directory) if absent.
     /// An index in another [`TEXT_FORMAT`] is
     /// [`TextIndexError::OtherFormat`].
@@ -230,20 +244,10 @@ impl TantivyTextIndex {
             dir: dir.to_owned(),
             source: e.to_string().into(),
         };
-        match Self::format_in(dir)? {
-            Some(found) if found != TEXT_FORMAT => {
-                return Err(TextIndexError::OtherFormat {
-                    dir: dir.to_owned(),
-                    found,
-                    expected: TEXT_FORMAT,
-                });
-            }
-            Some(_) => {}
-            None => {
-                std::fs::create_dir_all(dir).map_err(|e| unreadable(&e))?;
-                std::fs::write(dir.join(FORMAT_FILE), format!("{TEXT_FORMAT}\n"))
-                    .map_err(|e| unreadable(&e))?;
-            }
+        if !Self::has_this_format(dir)? {
+            std::fs::create_dir_all(dir).map_err(|e| unreadable(&e))?;
+            std::fs::write(dir.join(FORMAT_FILE), format!("{TEXT_FORMAT}\n"))
+                .map_err(|e| unreadable(&e))?;
         }
         let (schema, fields) = schema();
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| unreadable(&e))?;
@@ -273,16 +277,8 @@ impl TantivyTextIndex {
             dir: dir.to_owned(),
             source: e.to_string().into(),
         };
-        match Self::format_in(dir)? {
-            Some(found) if found != TEXT_FORMAT => {
-                return Err(TextIndexError::OtherFormat {
-                    dir: dir.to_owned(),
-                    found,
-                    expected: TEXT_FORMAT,
-                });
-            }
-            Some(_) => {}
-            None => return Err(unreadable(&"no text index here")),
+        if !Self::has_this_format(dir)? {
+            return Err(unreadable(&"no text index here"));
         }
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| unreadable(&e))?;
         let index = Index::open(directory).map_err(|e| unreadable(&e))?;

@@ -135,6 +135,31 @@ impl std::fmt::Debug for EdgeVectorIndex {
     }
 }
 
+/// That the shard loaded from `dir` stores vectors of `dimension` floats.
+fn check_dimension(
+    shard: &EdgeShard,
+    dir: &Path,
+    dimension: usize,
+) -> Result<(), VectorIndexError> {
+    let found = shard
+        .config()
+        .vectors
+        .get(DEFAULT_VECTOR_NAME)
+        .map(|v| v.size)
+        .ok_or_else(|| VectorIndexError::Unreadable {
+            path: dir.to_owned(),
+            source: "it has no default dense vector".into(),
+        })?;
+    if found != dimension {
+        return Err(VectorIndexError::DimensionMismatch {
+            path: dir.to_owned(),
+            expected: dimension,
+            found,
+        });
+    }
+    Ok(())
+}
+
 impl EdgeVectorIndex {
     /// Opens the shard in `dir`, or creates it (with its payload indexes) for
     /// vectors of `dimension` floats. An existing shard of another dimension
@@ -147,19 +172,7 @@ impl EdgeVectorIndex {
         let exists = dir.join("edge_config.json").exists() || dir.join("segments").exists();
         if exists {
             let shard = EdgeShard::load(dir, None).map_err(|e| unreadable(e.into()))?;
-            let found = shard
-                .config()
-                .vectors
-                .get(DEFAULT_VECTOR_NAME)
-                .map(|v| v.size)
-                .ok_or_else(|| unreadable("it has no default dense vector".into()))?;
-            if found != dimension {
-                return Err(VectorIndexError::DimensionMismatch {
-                    path: dir.to_owned(),
-                    expected: dimension,
-                    found,
-                });
-            }
+            check_dimension(&shard, dir, dimension)?;
             // A shard made before vectors were looked up by embedding key
             // gets that payload index once, so lookups never scan.
             let keyed = shard
@@ -280,19 +293,7 @@ impl EdgeVectorIndex {
             ..Default::default()
         });
         let shard = EdgeShard::load(&private, Some(config)).map_err(|e| unreadable(e.into()))?;
-        let found = shard
-            .config()
-            .vectors
-            .get(DEFAULT_VECTOR_NAME)
-            .map(|v| v.size)
-            .ok_or_else(|| unreadable("it has no default dense vector".into()))?;
-        if found != dimension {
-            return Err(VectorIndexError::DimensionMismatch {
-                path: dir.to_owned(),
-                expected: dimension,
-                found,
-            });
-        }
+        check_dimension(&shard, dir, dimension)?;
         Ok(Self {
             shard: Arc::new(shard),
             dimension,
