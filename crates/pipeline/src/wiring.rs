@@ -503,7 +503,11 @@ impl LiveQuery {
     /// and makes it current (then, in a data directory, removes
     /// generations no longer read). `Ok(Some(n))` when it moved to `n`.
     pub async fn refresh(&self) -> Result<Option<u32>, WiringError> {
-        self.refresh_or_reopen(false).await
+        let moved = self.refresh_or_reopen(false).await?;
+        if moved.is_some() {
+            self.collect_unread();
+        }
+        Ok(moved)
     }
 
     /// [`LiveQuery::refresh`]; with `reopen`, the live generation's stores
@@ -551,7 +555,6 @@ impl LiveQuery {
             "the live index generation changed: new queries read generation {live}"
         );
         drop(previous);
-        self.collect_unread();
         Ok(Some(live))
     }
 
