@@ -46,11 +46,8 @@ pub fn from_config(config: &QueryServiceConfig) -> Result<Option<ServerTlsConfig
     let (Some(cert), Some(key)) = (&config.tls_cert_file, &config.tls_key_file) else {
         return Ok(None);
     };
-    // rustls is built with two crypto providers in this workspace (ring and
-    // aws-lc-rs, by different dependencies), so it has no default: choose
-    // ring (as tonic's client and qdrant-client do) for the process.
-    // Already chosen: keep it.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    // The process's rustls crypto provider: ring, as for every client.
+    weft_http::install_crypto_provider();
     let identity = Identity::from_pem(
         read("query.tls_cert_file", cert)?,
         read("query.tls_key_file", key)?,

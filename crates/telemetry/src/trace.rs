@@ -166,6 +166,8 @@ pub fn init_tracing(service: &'static str) -> Result<Tracing, TracingError> {
         return Ok(Tracing { provider: None });
     };
     use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+    // The exporter's reqwest client takes the process's TLS provider.
+    weft_http::install_crypto_provider();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)

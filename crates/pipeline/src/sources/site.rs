@@ -241,7 +241,7 @@ impl Fetcher {
             .as_deref()
             .and_then(|p| Url::parse(p).ok())
             .and_then(|u| u.host_str().map(str::to_owned));
-        let mut builder = reqwest::Client::builder()
+        let mut builder = weft_http::client_builder()
             .user_agent(config.user_agent.clone())
             .timeout(Duration::from_secs(config.timeout_secs))
             .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
