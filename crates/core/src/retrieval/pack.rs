@@ -7,7 +7,8 @@
 //!
 //! The budget goes first to the hits, each on its own with the rest of the
 //! split function or section it belongs to (a search told its budget
-//! fetches every hit's whole unit, [`super::AdjacencyConfig::for_packing`]),
+//! fetches every hit's whole unit and a window around it,
+//! [`super::AdjacencyConfig::for_packing`]),
 //! by relevance discounted by cost ([`COST_EXPONENT`]), each whole or not
 //! at all; then to the context chunks around them, by relevance
 //! ([`PackStrategy::HitsFirst`]): as many relevant places as fit, then
