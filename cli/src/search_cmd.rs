@@ -116,6 +116,7 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         expand: !args.no_expand,
         adjacency: None,
         rerank: engine.has_reranker(),
+        max_tokens: args.max_tokens,
     };
     let response = runtime.block_on(engine.search(&request))?;
     if let Some(max_tokens) = args.max_tokens {

@@ -60,6 +60,18 @@ struct Args {
     /// tokens): for reading misses.
     #[arg(long)]
     dump: Option<PathBuf>,
+    /// Also pack each expanded response into these token budgets
+    /// (comma-separated, e.g. `1000,2000,4000,8000`) and report answer in
+    /// context and tokens per budget, then unpacked (as `weft eval --pack`).
+    #[arg(long, value_delimiter = ',')]
+    pack: Vec<usize>,
+    /// Write, per setting and query, the expanded response's spans (chunk
+    /// index, section, lines, matched, score) and the target, one JSON
+    /// object per line: for reading why a hit's target is not in context.
+    /// With --pack, the response searched for packing (told the largest
+    /// budget), which is what the budgets are packed from.
+    #[arg(long)]
+    dump_spans: Option<PathBuf>,
 }
 
 /// Applies `key=value` pairs (dotted keys) to the retrieval config; `mode` is returned apart.
@@ -153,7 +165,7 @@ fn main() -> anyhow::Result<()> {
             limit: 10,
             expansion_off: true,
             expansion_on: true,
-            pack_budgets: Vec::new(),
+            pack_budgets: args.pack.clone(),
             pack_strategy: Default::default(),
         };
         let started = std::time::Instant::now();
@@ -173,9 +185,13 @@ fn main() -> anyhow::Result<()> {
                     "tokens_off": outcome.off.as_ref().map(|j| j.context_tokens),
                     "tokens_on": outcome.on.as_ref().map(|j| j.context_tokens),
                     "top": outcome.main().top,
+                    "packed": outcome.packed,
                 });
                 writeln!(out, "{line}")?;
             }
+        }
+        if let Some(path) = &args.dump_spans {
+            dump_spans(path, name, &runtime, &engine, &project, queries, &args.pack)?;
         }
         eprintln!("{name}: {:.1}s", started.elapsed().as_secs_f64());
         rows.push((name.clone(), *mode, a));
@@ -232,5 +248,119 @@ fn main() -> anyhow::Result<()> {
             if tok_off > 0.0 { tok_on / tok_off } else { 0.0 }
         );
     }
+    if !args.pack.is_empty() {
+        println!("\nanswer in context / mean tokens per budget (then unpacked):");
+        for (name, _, a) in &rows {
+            let cells: Vec<String> = a
+                .packing
+                .iter()
+                .map(|p| {
+                    let budget = p.budget.map_or("unpacked".to_owned(), |b| b.to_string());
+                    format!(
+                        "{budget}: {:.3} / {:.0}",
+                        p.answer_in_context, p.tokens_mean
+                    )
+                })
+                .collect();
+            println!("{:<24} {}", name, cells.join(" | "));
+        }
+    }
+    Ok(())
+}
+
+/// Writes every query's expanded response as spans of chunks, with its
+/// target (`--dump-spans`), appending to `path` after the first setting.
+fn dump_spans(
+    path: &std::path::Path,
+    setting: &str,
+    runtime: &tokio::runtime::Runtime,
+    engine: &QueryEngine,
+    project: &str,
+    queries: &[weft_eval::EvalQuery],
+    budgets: &[usize],
+) -> anyhow::Result<()> {
+    use weft_core::query::SearchRequest;
+    use weft_core::retrieval::SearchFilter;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("--dump-spans {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    for query in queries {
+        let response = runtime.block_on(engine.search(&SearchRequest {
+            query: query.query.clone(),
+            filter: SearchFilter {
+                projects: vec![project.to_owned()],
+                ..SearchFilter::default()
+            },
+            limit: 10,
+            expand: true,
+            max_tokens: budgets.iter().max().copied(),
+            ..Default::default()
+        }))?;
+        // What each budget packs: citations and tokens.
+        let packs: Vec<Value> = budgets
+            .iter()
+            .map(|&max_tokens| {
+                let pack = weft_core::retrieval::pack(
+                    &response.results,
+                    &Default::default(),
+                    &weft_core::retrieval::PackOptions { max_tokens },
+                    &weft_core::retrieval::ApproxTokenCounter,
+                );
+                let spans: Vec<Value> = pack
+                    .spans
+                    .iter()
+                    .map(|s| serde_json::json!([s.citation, s.tokens]))
+                    .collect();
+                serde_json::json!({"budget": max_tokens, "used": pack.used_tokens, "spans": spans})
+            })
+            .collect();
+        let documents: Vec<Value> = response
+            .results
+            .iter()
+            .map(|d| {
+                let spans: Vec<Value> = d
+                    .spans
+                    .iter()
+                    .map(|s| {
+                        let chunks: Vec<Value> = s
+                            .chunks
+                            .iter()
+                            .map(|c| {
+                                serde_json::json!({
+                                    "i": c.chunk.chunk_index,
+                                    "n": c.chunk.total_chunks,
+                                    "section": c.chunk.section,
+                                    "lines": [c.chunk.start_line, c.chunk.end_line],
+                                    "chars": c.chunk.content.chars().count(),
+                                    "matched": c.matched,
+                                    "score": c.score,
+                                })
+                            })
+                            .collect();
+                        serde_json::json!({"lines": [s.start_line, s.end_line], "chunks": chunks})
+                    })
+                    .collect();
+                serde_json::json!({"uri": d.uri, "score": d.score, "spans": spans})
+            })
+            .collect();
+        let targets: Vec<Value> = query
+            .targets()
+            .iter()
+            .map(|t| serde_json::json!([t.path, t.start_line, t.end_line]))
+            .collect();
+        let line = serde_json::json!({
+            "setting": setting,
+            "id": query.id,
+            "query": query.query,
+            "targets": targets,
+            "documents": documents,
+            "packs": packs,
+        });
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
     Ok(())
 }

@@ -60,6 +60,12 @@ pub struct SearchRequest {
     /// Rerank the spans; an error ([`QueryError::NoReranker`]) when the
     /// engine has no reranker.
     pub rerank: bool,
+    /// Set when the response will be packed into this many tokens
+    /// ([`retrieval::pack`]): expansion then brings every hit's whole split
+    /// unit and a window around it ([`AdjacencyConfig::for_packing`]),
+    /// whatever the budget; the packer chooses what fits. The engine does
+    /// not pack.
+    pub max_tokens: Option<usize>,
 }
 
 /// How long each stage took, in milliseconds.
@@ -189,7 +195,10 @@ impl QueryEngine {
         hits.truncate(limit);
         let plan = if request.expand {
             let adjacency = request.adjacency.as_ref().unwrap_or(&self.config.adjacency);
-            retrieval::plan_neighbours(&hits, adjacency)
+            match request.max_tokens {
+                Some(_) => retrieval::plan_neighbours(&hits, &adjacency.for_packing()),
+                None => retrieval::plan_neighbours(&hits, adjacency),
+            }
         } else {
             NeighbourPlan::default()
         };

@@ -95,12 +95,14 @@ pub struct PackJudgement {
     pub tokens: usize,
 }
 
-/// Packs `results` into each of `budgets`, then without a budget (every
-/// span: what the response returns unpacked, counted the same way), and
-/// says for each whether a whole target is inside the context.
+/// Packs `packing` (the response of a search told its budget) into each of
+/// `budgets`, then `unpacked` (the response without a budget) without a
+/// budget (every span: what it returns, counted the same way), and says
+/// for each whether a whole target is inside the context.
 pub fn judge_packs(
     targets: &[Target],
-    results: &[DocumentResult],
+    packing: &[DocumentResult],
+    unpacked: &[DocumentResult],
     budgets: &[usize],
     strategy: PackStrategy,
 ) -> Vec<PackJudgement> {
@@ -113,6 +115,7 @@ pub fn judge_packs(
             let options = PackOptions {
                 max_tokens: budget.unwrap_or(usize::MAX),
             };
+            let results = if budget.is_some() { packing } else { unpacked };
             let packed = pack_with(
                 results,
                 &no_revisions,
@@ -452,7 +455,13 @@ mod tests {
         ];
         let results = vec![doc("b.java", vec![span])];
         let targets = [target("b.java", 25, 35)];
-        let j = judge_packs(&targets, &results, &[60, 100_000], PackStrategy::HitsFirst);
+        let j = judge_packs(
+            &targets,
+            &results,
+            &results,
+            &[60, 100_000],
+            PackStrategy::HitsFirst,
+        );
         assert_eq!(j.len(), 3);
         // 60 tokens: not even the first line of the hit (one long line).
         assert_eq!(j[0].budget, Some(60));
@@ -461,6 +470,11 @@ mod tests {
         assert!(j[1].answer_in_context && j[2].answer_in_context);
         assert_eq!(j[2].budget, None);
         assert_eq!(j[1].tokens, j[2].tokens, "everything fits");
+        // The budgets pack the search told its budget; "unpacked" is the
+        // other response, as returned without one.
+        let j = judge_packs(&targets, &results, &[], &[100_000], PackStrategy::HitsFirst);
+        assert!(j[0].answer_in_context);
+        assert_eq!((j[1].answer_in_context, j[1].tokens), (false, 0));
         let outcomes: Vec<QueryOutcome> = (0..2)
             .map(|i| QueryOutcome {
                 id: i.to_string(),
@@ -469,6 +483,7 @@ mod tests {
                 on: None,
                 packed: judge_packs(
                     &[target("b.java", 25, if i == 0 { 35 } else { 60 })],
+                    &results,
                     &results,
                     &[60],
                     PackStrategy::HitsFirst,

@@ -76,9 +76,8 @@ pub async fn run_queries(
     let mut out = Vec::with_capacity(queries.len());
     for query in queries {
         let targets = query.targets();
-        let mut packed = Vec::new();
-        let mut run = async |expand: bool| -> Result<Judgement, QueryError> {
-            let response = engine
+        let search = async |expand: bool, max_tokens: Option<usize>| {
+            engine
                 .search(&SearchRequest {
                     query: query.query.clone(),
                     filter: filter.clone(),
@@ -87,26 +86,37 @@ pub async fn run_queries(
                     expand,
                     // A configured reranker is part of what is measured.
                     rerank: engine.has_reranker(),
+                    max_tokens,
                     ..Default::default()
                 })
-                .await?;
-            if expand && !options.pack_budgets.is_empty() {
+                .await
+        };
+        let mut packed = Vec::new();
+        let on = if options.expansion_on {
+            let response = search(true, None).await?;
+            if let Some(&largest) = options.pack_budgets.iter().max() {
+                // Packed as `weft search --max-tokens` packs: from a search
+                // told its budget (every hit's unit at hand); "unpacked" is
+                // this response, as returned without a budget.
+                let for_packing = search(true, Some(largest)).await?;
                 packed = judge_packs(
                     &targets,
+                    &for_packing.results,
                     &response.results,
                     &options.pack_budgets,
                     options.pack_strategy,
                 );
             }
-            Ok(judge(&targets, &response.results, options.limit))
-        };
-        let on = if options.expansion_on {
-            Some(run(true).await?)
+            Some(judge(&targets, &response.results, options.limit))
         } else {
             None
         };
         let off = if options.expansion_off {
-            Some(run(false).await?)
+            Some(judge(
+                &targets,
+                &search(false, None).await?.results,
+                options.limit,
+            ))
         } else {
             None
         };

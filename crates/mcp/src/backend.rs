@@ -321,7 +321,11 @@ impl Backend for GrpcBackend {
             // reranker: then ask again without, and from then on.
             rerank: request.rerank && self.rerank.load(Ordering::Relaxed),
             explain: false,
-            max_tokens: None,
+            // The service expands for packing when told the budget (it
+            // packs too; that context is not used: globs filter first).
+            max_tokens: request
+                .max_tokens
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         };
         let result = self.client.clone().search(self.request(wire.clone())).await;
         let response = match result {

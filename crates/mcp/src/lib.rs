@@ -391,6 +391,7 @@ impl WeftMcp {
             expand: true,
             adjacency: None,
             rerank: true,
+            max_tokens: Some(max_tokens),
         };
         let mut results = self.backend.search(&request).await?;
         if let Some(globs) = &globs {

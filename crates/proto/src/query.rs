@@ -256,6 +256,7 @@ pub fn search_request(
         expand: request.expand.unwrap_or(true),
         adjacency: override_adjacency,
         rerank: request.rerank,
+        max_tokens: request.max_tokens.map(|n| n as usize),
     })
 }
 

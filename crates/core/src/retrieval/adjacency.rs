@@ -57,6 +57,26 @@ impl Default for AdjacencyConfig {
 }
 
 impl AdjacencyConfig {
+    /// The expansion of a search whose response is packed under a token
+    /// budget ([`crate::retrieval::pack`]): every hit, not only the best
+    /// `expand_hits`, brings the rest of its split function or section (so
+    /// that whatever hit the packer keeps, it keeps whole) and its window,
+    /// which is at least one chunk on each side for every content type (so
+    /// that the budget the hits leave goes to what lies next to them: the
+    /// section before or after a prose hit). Without a budget the response
+    /// would grow by all of it (2.8× the tokens on the Node.js docs,
+    /// bench/RESULTS.md); with one, the packer puts every hit first and the
+    /// context only into what is left.
+    pub fn for_packing(&self) -> Self {
+        AdjacencyConfig {
+            expand_hits: usize::MAX,
+            prose_window: self.prose_window.max(1),
+            code_window: self.code_window.max(1),
+            api_reference_window: self.api_reference_window.max(1),
+            ..self.clone()
+        }
+    }
+
     /// The window for a content type.
     pub fn window(&self, content_type: ContentType) -> u32 {
         match content_type {
@@ -450,6 +470,68 @@ mod tests {
             ..config
         };
         assert_eq!(indices(&fits), vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn a_packed_search_expands_every_hit_with_a_window_of_at_least_one() {
+        // Chunk 0 is a whole function and the best hit; chunk 2 (part 2/4
+        // of `big`) is the second hit, past expand_hits = 1.
+        let c = split_unit();
+        let hits = fuse(
+            vec![
+                ScoredChunk {
+                    chunk: c[0].clone(),
+                    score: 1.0,
+                },
+                ScoredChunk {
+                    chunk: c[2].clone(),
+                    score: 0.5,
+                },
+            ],
+            Vec::new(),
+            &FusionConfig::default(),
+        );
+        let config = AdjacencyConfig {
+            expand_hits: 1,
+            code_window: 0,
+            ..AdjacencyConfig::default()
+        };
+        let indices = |config: &AdjacencyConfig| {
+            let mut i: Vec<u32> = plan_neighbours(&hits, config)
+                .neighbours
+                .iter()
+                .map(|n| n.chunk_index)
+                .collect();
+            i.sort();
+            i
+        };
+        assert!(
+            indices(&config).is_empty(),
+            "the best hit is whole, no window"
+        );
+        let packing = config.for_packing();
+        assert_eq!(packing.code_window, 1);
+        assert_eq!((packing.prose_window, packing.api_reference_window), (1, 1));
+        assert_eq!(
+            indices(&packing),
+            vec![1, 3, 4],
+            "the second hit's whole unit, and the best hit's window"
+        );
+        let plan = plan_neighbours(&hits, &packing);
+        let part4 = plan.neighbours.iter().find(|n| n.chunk_index == 4).unwrap();
+        assert_eq!(part4.unit.as_deref(), Some("big"), "checked on fetch");
+        // Without whole units: each hit's window only.
+        let no_units = AdjacencyConfig {
+            whole_units: false,
+            ..config
+        };
+        assert_eq!(indices(&no_units.for_packing()), vec![1, 3]);
+        // Wider windows are kept.
+        let wide = AdjacencyConfig {
+            prose_window: 3,
+            ..config
+        };
+        assert_eq!(wide.for_packing().prose_window, 3);
     }
 
     #[test]

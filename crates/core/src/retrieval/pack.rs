@@ -5,12 +5,16 @@
 //! (and commit, for git sources) and its heading path or symbol. Spans that
 //! do not fit are listed as further references.
 //!
-//! The budget goes first to every span's hits (with the rest of a split
-//! function or section they belong to), by relevance, then to the context
-//! chunks around them, by relevance ([`PackStrategy::HitsFirst`]): as many
-//! relevant places as fit, then their surroundings. A span is cut only
-//! between chunks, and only when even the best span's hits do not fit is
-//! it cut between lines, never inside one.
+//! The budget goes first to the hits, each on its own with the rest of the
+//! split function or section it belongs to (a search told its budget
+//! fetches every hit's whole unit and a window around it,
+//! [`super::AdjacencyConfig::for_packing`]),
+//! by relevance discounted by cost ([`COST_EXPONENT`]), each whole or not
+//! at all; then to the context chunks around them, by relevance
+//! ([`PackStrategy::HitsFirst`]): as many relevant places as fit, then
+//! their surroundings. Hits of one document that meet become one span. A
+//! span is cut only between chunks, and only when no hit fits whole is the
+//! best one cut between lines, never inside one.
 //!
 //! Tokens are counted by a [`TokenCounter`]; [`ApproxTokenCounter`] (one
 //! token per four characters, rounded up) is the one weft uses everywhere,
@@ -90,6 +94,17 @@ pub enum PackStrategy {
 /// The smallest budget worth packing a span into: below it, the rest is
 /// listed as references.
 const MIN_SPAN_TOKENS: usize = 24;
+
+/// Hits-first packs each hit (with the rest of its split unit) in the order
+/// of its relevance divided by its cost in tokens to this power: a hit
+/// twice as long as another goes first only when it is ~19% more
+/// relevant, so one long function or 7-part section of a middling hit does
+/// not take the budget of several shorter ones. 0 is relevance alone, 1
+/// relevance per token (which packs small, weak hits before the best one).
+/// Measured on the responses `eval-sweep --dump-spans` wrote for the
+/// Node.js docs and guava dev sets (bench/RESULTS.md): at 1k and 2k tokens
+/// 0.25 holds the whole answer at least as often as 0, 0.5 or 1 on both.
+const COST_EXPONENT: f64 = 0.25;
 
 /// One span of a document in a [`ContextPack`]: whole lines, with a citation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -275,6 +290,68 @@ impl Run<'_> {
             .map_or(0, |(i, _)| i)
     }
 
+    /// The position of the best piece in `a..=b`: matched first, then by score.
+    fn best_in(&self, a: usize, b: usize) -> usize {
+        (a..=b)
+            .max_by(|&x, &y| {
+                let (px, py) = (&self.pieces[x], &self.pieces[y]);
+                px.matched
+                    .cmp(&py.matched)
+                    .then(px.score.total_cmp(&py.score))
+                    // On a tie, the first.
+                    .then(y.cmp(&x))
+            })
+            .unwrap_or(a)
+    }
+
+    /// The relevance of pieces `a..=b`: the reranker's score of the run
+    /// when one ran, else their best matched score (any score when none
+    /// matched).
+    fn relevance_in(&self, a: usize, b: usize) -> f64 {
+        if let Some(r) = self.rerank {
+            return f64::from(r);
+        }
+        let best = self.best_in(a, b);
+        self.pieces[best].score
+    }
+
+    /// What hits-first packs before any context, each on its own: every
+    /// matched chunk, with the other parts of its split function or section
+    /// next to it in the run (`X (Part i/n)`, consecutive part numbers), so
+    /// that a hit is packed whole or not at all. Several hits of one unit
+    /// share one core. Without a matched chunk, the best one.
+    fn cores(&self) -> Vec<(usize, usize)> {
+        let part = |i: usize| match unit_of(&self.pieces[i].chunk.section) {
+            (base, Some((part, _))) => Some((base, part)),
+            _ => None,
+        };
+        // Whether piece `j` continues the unit of its neighbour `i` (j = i ± 1).
+        let continues = |i: usize, j: usize| match (part(i), part(j)) {
+            (Some((bi, pi)), Some((bj, pj))) => {
+                bi == bj && if j > i { pj == pi + 1 } else { pj + 1 == pi }
+            }
+            _ => false,
+        };
+        let mut cores: Vec<(usize, usize)> = Vec::new();
+        for (i, _) in self.pieces.iter().enumerate().filter(|(_, p)| p.matched) {
+            let (mut a, mut b) = (i, i);
+            while a > 0 && continues(a, a - 1) {
+                a -= 1;
+            }
+            while b + 1 < self.pieces.len() && continues(b, b + 1) {
+                b += 1;
+            }
+            if !cores.contains(&(a, b)) {
+                cores.push((a, b));
+            }
+        }
+        if cores.is_empty() {
+            let best = self.best_piece();
+            cores.push((best, best));
+        }
+        cores
+    }
+
     /// The pieces that must stay together: from the first to the last chunk
     /// that matched or belongs to a matched chunk's split unit.
     fn core(&self) -> (usize, usize) {
@@ -432,26 +509,37 @@ pub fn pack(
     )
 }
 
-/// A candidate span while packing.
+/// A candidate span while packing: one run of consecutive chunks, of which
+/// some ranges are packed.
 struct Candidate<'a> {
     rank: usize,
     run: &'a Run<'a>,
     chunks: Vec<&'a Chunk>,
     lines: Lines,
-    meta: SpanMeta<'a>,
     full: PackedSpan,
-    /// The chunks packed (positions in `chunks`) and their span.
-    chosen: Option<(usize, usize, PackedSpan)>,
+    /// The packed ranges (positions in `chunks`: sorted, apart, never
+    /// touching) and their spans.
+    chosen: Vec<Packed>,
     /// Packed as lines cut from its hit: not grown further.
     cut: bool,
+    /// The same text as a better candidate's (a copied file): left out.
+    duplicate: bool,
 }
 
+/// Chunks `a..=b` of a candidate, packed as `span`.
+type Packed = (usize, usize, PackedSpan);
+
 impl Candidate<'_> {
+    /// Chunks `a..=b` as a span, headed by their best chunk.
     fn span(&self, a: usize, b: usize, counter: &dyn TokenCounter) -> PackedSpan {
         let whole = a == 0 && b + 1 == self.chunks.len();
+        let best = self.run.best_in(a, b);
         let meta = SpanMeta {
+            best: self.run.pieces[best].chunk,
+            project: self.full.project.clone(),
+            revision: self.full.revision.clone(),
+            score: self.run.relevance_in(a, b),
             trimmed_from: (!whole).then(|| self.full.citation.clone()),
-            ..self.meta.clone()
         };
         meta.packed(
             &self.lines,
@@ -460,6 +548,86 @@ impl Candidate<'_> {
             (self.chunks[a].chunk_index, self.chunks[b].chunk_index),
             counter,
         )
+    }
+
+    /// The packed ranges with chunks `a..=b` added: ranges that overlap or
+    /// touch become one span (one header, no line twice).
+    fn with(&self, a: usize, b: usize, counter: &dyn TokenCounter) -> Vec<Packed> {
+        let mut ranges: Vec<(usize, usize)> =
+            self.chosen.iter().map(|(x, y, _)| (*x, *y)).collect();
+        ranges.push((a, b));
+        ranges.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+        for (x, y) in ranges {
+            match merged.last_mut() {
+                Some(last) if x <= last.1 + 1 => last.1 = last.1.max(y),
+                _ => merged.push((x, y)),
+            }
+        }
+        merged
+            .into_iter()
+            .map(|(x, y)| {
+                let kept = self
+                    .chosen
+                    .iter()
+                    .find(|(cx, cy, _)| (*cx, *cy) == (x, y))
+                    .map(|(_, _, s)| s.clone());
+                (x, y, kept.unwrap_or_else(|| self.span(x, y, counter)))
+            })
+            .collect()
+    }
+
+    fn cost(ranges: &[Packed]) -> usize {
+        ranges.iter().map(|(_, _, s)| s.tokens).sum()
+    }
+
+    /// Adds chunks `a..=b` when what that adds costs at most `remaining`;
+    /// returns what it cost.
+    fn try_add(
+        &mut self,
+        a: usize,
+        b: usize,
+        remaining: usize,
+        counter: &dyn TokenCounter,
+    ) -> Option<usize> {
+        let next = self.with(a, b, counter);
+        let (before, after) = (Self::cost(&self.chosen), Self::cost(&next));
+        let added = after.saturating_sub(before);
+        (added <= remaining).then(|| {
+            self.chosen = next;
+            added
+        })
+    }
+
+    /// Widens the packed ranges by the best-scored chunk next to one of
+    /// them, one at a time, while what it adds fits `remaining`; returns
+    /// what it all cost.
+    fn grow(&mut self, mut remaining: usize, counter: &dyn TokenCounter) -> usize {
+        let mut spent = 0;
+        loop {
+            let mut next: Vec<(usize, f64)> = Vec::new();
+            for (a, b, _) in &self.chosen {
+                if *a > 0 {
+                    next.push((a - 1, self.run.pieces[a - 1].score));
+                }
+                if b + 1 < self.chunks.len() {
+                    next.push((b + 1, self.run.pieces[b + 1].score));
+                }
+            }
+            // Best score first; on a tie, the earlier chunk.
+            next.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+            next.dedup_by_key(|x| x.0);
+            let added = next
+                .into_iter()
+                .find_map(|(i, _)| self.try_add(i, i, remaining, counter));
+            match added {
+                Some(cost) => {
+                    remaining -= cost;
+                    spent += cost;
+                }
+                None => return spent,
+            }
+        }
     }
 }
 
@@ -479,6 +647,7 @@ pub fn pack_with(
             .then(sb.total_cmp(&sa))
             .then(a.first_seen.cmp(&b.first_seen))
     });
+    let mut seen_texts: HashSet<String> = HashSet::new();
     let mut candidates: Vec<Candidate<'_>> = runs
         .iter()
         .enumerate()
@@ -500,110 +669,140 @@ pub fn pack_with(
                 (chunks[0].chunk_index, chunks[chunks.len() - 1].chunk_index),
                 counter,
             );
+            // The same text in another document (a vendored or copied
+            // file) is context the assistant already has.
+            let duplicate = !seen_texts.insert(full.content.clone());
             Candidate {
                 rank,
                 run,
                 chunks,
                 lines,
-                meta,
                 full,
-                chosen: None,
+                chosen: Vec::new(),
                 cut: false,
+                duplicate,
             }
         })
         .collect();
     let mut remaining = options.max_tokens;
-    let mut seen_texts: HashSet<String> = HashSet::new();
+    // Pass 1: what must come first, by relevance — each hit with the rest
+    // of its split unit (hits-first), or each span whole (spans-in-order).
+    let cores: Vec<(usize, usize, usize)> = match strategy {
+        PackStrategy::HitsFirst => {
+            let mut cores: Vec<(usize, usize, usize, (bool, f64))> = candidates
+                .iter()
+                .filter(|c| !c.duplicate)
+                .flat_map(|c| {
+                    c.run.cores().into_iter().map(move |(a, b)| {
+                        let cost = c.span(a, b, counter).tokens.max(1) as f64;
+                        let key = match c.run.rerank {
+                            Some(r) => (true, f64::from(r)),
+                            None => (false, c.run.relevance_in(a, b) / cost.powf(COST_EXPONENT)),
+                        };
+                        (c.rank, a, b, key)
+                    })
+                })
+                .collect();
+            cores.sort_by(|x, y| {
+                y.3.0
+                    .cmp(&x.3.0)
+                    .then(y.3.1.total_cmp(&x.3.1))
+                    .then(x.0.cmp(&y.0))
+                    .then(x.1.cmp(&y.1))
+            });
+            cores.into_iter().map(|(r, a, b, _)| (r, a, b)).collect()
+        }
+        PackStrategy::SpansInOrder => candidates
+            .iter()
+            .filter(|c| !c.duplicate)
+            .map(|c| (c.rank, 0, c.chunks.len() - 1))
+            .collect(),
+    };
     let mut any = false;
-    // Pass 1: cores (hits-first) or whole spans, by relevance.
-    for c in &mut candidates {
-        // The same text in another document (a vendored or copied file) is
-        // context the assistant already has.
-        if !seen_texts.insert(c.full.content.clone()) || remaining < MIN_SPAN_TOKENS {
+    let first = cores.first().copied();
+    for (rank, a, b) in cores {
+        let c = &mut candidates[rank];
+        if c.cut || remaining < MIN_SPAN_TOKENS {
             continue;
         }
-        let chosen = match strategy {
-            PackStrategy::HitsFirst => {
-                let (a, b) = c.run.core();
-                let span = c.span(a, b, counter);
-                (span.tokens <= remaining).then_some((a, b, span))
-            }
-            PackStrategy::SpansInOrder => {
-                let last = c.chunks.len() - 1;
-                if c.full.tokens <= remaining {
-                    Some((0, last, c.full.clone()))
-                } else {
-                    let (a, b) = c.run.core();
-                    let core = c.span(a, b, counter);
-                    (core.tokens <= remaining).then(|| grow(c, a, b, core, remaining, counter))
-                }
-            }
-        };
-        match chosen {
-            Some((a, b, span)) => {
-                remaining -= span.tokens;
-                c.chosen = Some((a, b, span));
+        if let Some(cost) = c.try_add(a, b, remaining, counter) {
+            remaining -= cost;
+            any = true;
+            continue;
+        }
+        if strategy == PackStrategy::SpansInOrder {
+            // As much of the span as fits, from its hits out.
+            let (a, b) = c.run.core();
+            if let Some(cost) = c.try_add(a, b, remaining, counter) {
+                remaining -= cost;
+                remaining -= c.grow(remaining, counter);
                 any = true;
             }
-            None if !any => {
-                // Not even the best span's hits fit: whole lines of them.
-                let meta = SpanMeta {
-                    trimmed_from: Some(c.full.citation.clone()),
-                    ..c.meta.clone()
-                };
-                if let Some(span) = fit(c.run, &c.chunks, &c.lines, &meta, remaining, None, counter)
-                {
-                    remaining -= span.tokens.min(remaining);
-                    let (a, b) = c.run.core();
-                    c.chosen = Some((a, b, span));
-                    c.cut = true;
-                    any = true;
-                }
-            }
-            None => {}
+        }
+    }
+    if let (false, Some((rank, a, b))) = (any, first)
+        && remaining >= MIN_SPAN_TOKENS
+    {
+        // No hit fits whole: whole lines of the best one.
+        let c = &mut candidates[rank];
+        let meta = SpanMeta {
+            best: c.run.pieces[c.run.best_in(a, b)].chunk,
+            project: c.full.project.clone(),
+            revision: c.full.revision.clone(),
+            score: c.run.relevance_in(a, b),
+            trimmed_from: Some(c.full.citation.clone()),
+        };
+        let span = fit(
+            c.run,
+            &c.chunks,
+            &c.lines,
+            &meta,
+            remaining,
+            None,
+            (a, b),
+            counter,
+        );
+        if let Some(span) = span {
+            remaining -= span.tokens.min(remaining);
+            c.chosen = vec![(a, b, span)];
+            c.cut = true;
         }
     }
     // Pass 2 (hits-first): the context around the packed hits, by relevance.
     if strategy == PackStrategy::HitsFirst {
         for c in &mut candidates {
-            if c.cut {
-                continue;
-            }
-            if let Some((a, b, span)) = c.chosen.take() {
-                let before = span.tokens;
-                let budget = remaining + before;
-                let (a, b, span) = grow(c, a, b, span, budget, counter);
-                remaining = budget - span.tokens;
-                c.chosen = Some((a, b, span));
+            if !c.cut && !c.chosen.is_empty() {
+                remaining -= c.grow(remaining, counter);
             }
         }
     }
     let mut packed: Vec<(usize, PackedSpan)> = Vec::new();
     let mut references = Vec::new();
     for c in candidates {
-        match c.chosen {
-            Some((_, _, span)) => packed.push((c.rank, span)),
-            None => {
-                let full = c.full;
-                references.push(Reference {
-                    citation: full.citation,
-                    project: full.project,
-                    revision: full.revision,
-                    document_id: full.document_id,
-                    uri: full.uri,
-                    section: full.section,
-                    start_line: full.start_line,
-                    end_line: full.end_line,
-                    score: full.score,
-                    tokens: full.tokens,
-                });
-            }
+        if c.chosen.is_empty() {
+            let full = c.full;
+            references.push(Reference {
+                citation: full.citation,
+                project: full.project,
+                revision: full.revision,
+                document_id: full.document_id,
+                uri: full.uri,
+                section: full.section,
+                start_line: full.start_line,
+                end_line: full.end_line,
+                score: full.score,
+                tokens: full.tokens,
+            });
+        }
+        for (_, _, span) in c.chosen {
+            packed.push((c.rank, span));
         }
     }
     // By document, best first; a document's spans in line order.
     let mut doc_rank: HashMap<String, usize> = HashMap::new();
     for (rank, span) in &packed {
-        doc_rank.entry(span.document_id.clone()).or_insert(*rank);
+        let r = doc_rank.entry(span.document_id.clone()).or_insert(*rank);
+        *r = (*r).min(*rank);
     }
     packed.sort_by_key(|(_, s)| (doc_rank[&s.document_id], s.start_line));
     let spans: Vec<PackedSpan> = packed.into_iter().map(|(_, s)| s).collect();
@@ -616,38 +815,11 @@ pub fn pack_with(
     }
 }
 
-/// Chunks `a..=b` of `c` (costing `span`) widened by the better-scored
-/// neighbour, one at a time, while the span fits `budget`.
-fn grow(
-    c: &Candidate<'_>,
-    mut a: usize,
-    mut b: usize,
-    mut span: PackedSpan,
-    budget: usize,
-    counter: &dyn TokenCounter,
-) -> (usize, usize, PackedSpan) {
-    loop {
-        let left = (a > 0).then(|| (a - 1, c.run.pieces[a - 1].score));
-        let right = (b + 1 < c.chunks.len()).then(|| (b + 1, c.run.pieces[b + 1].score));
-        let order = match (left, right) {
-            (Some(l), Some(r)) if r.1 > l.1 => [Some(r), Some(l)],
-            (l, r) => [l, r],
-        };
-        let grown = order.into_iter().flatten().find_map(|(i, _)| {
-            let (na, nb) = (a.min(i), b.max(i));
-            let wider = c.span(na, nb, counter);
-            (wider.tokens <= budget).then_some((na, nb, wider))
-        });
-        match grown {
-            Some(next) => (a, b, span) = next,
-            None => return (a, b, span),
-        }
-    }
-}
-
-/// The largest part of `run` around its hits that fits `budget`: whole
-/// chunks (the core, then neighbours by score) or, when even the core does
-/// not fit, whole lines from `anchor` (default: the best hit's first line).
+/// The largest part of `run` around `core` (positions of its chunks) that
+/// fits `budget`: whole chunks (the core, then neighbours by score) or,
+/// when even the core does not fit, whole lines from `anchor` (default: the
+/// first line of the core's best hit).
+#[allow(clippy::too_many_arguments)]
 fn fit(
     run: &Run<'_>,
     chunks: &[&Chunk],
@@ -655,6 +827,7 @@ fn fit(
     meta: &SpanMeta<'_>,
     budget: usize,
     anchor: Option<u32>,
+    core: (usize, usize),
     counter: &dyn TokenCounter,
 ) -> Option<PackedSpan> {
     let of = |a: usize, b: usize| {
@@ -666,7 +839,7 @@ fn fit(
             counter,
         )
     };
-    let (mut a, mut b) = run.core();
+    let (mut a, mut b) = core;
     let mut best = of(a, b);
     if best.tokens <= budget {
         // Grow by the better-scored neighbour while it fits.
@@ -692,7 +865,7 @@ fn fit(
     }
     // Whole lines from the best hit's first line on, as many as fit
     // (binary search: the counter need not be additive).
-    let hit = run.best_piece();
+    let hit = run.best_in(core.0, core.1);
     let from = anchor
         .unwrap_or(chunks[hit].start_line)
         .clamp(lines.first, lines.last());
@@ -905,6 +1078,7 @@ pub fn expand_context(
             &meta,
             max_tokens,
             Some(from),
+            widened.core(),
             counter,
         )
     } else {
@@ -916,6 +1090,7 @@ pub fn expand_context(
             &meta,
             max_tokens,
             Some(from),
+            run.core(),
             counter,
         )
     };
@@ -957,7 +1132,12 @@ fn render_span(out: &mut String, span: &PackedSpan) {
         let _ = write!(out, " · {}", span.section);
     }
     if let Some(t) = &span.trimmed_from {
-        let _ = write!(out, " · part of {t}");
+        // The same document: its lines are enough (`part of L10-L80`).
+        let lines = t
+            .strip_prefix(span.uri.as_str())
+            .and_then(|rest| rest.strip_prefix('#'))
+            .unwrap_or(t);
+        let _ = write!(out, " · part of {lines}");
     }
     let fence = fence_for(&span.content);
     let _ = write!(
@@ -1207,6 +1387,107 @@ mod tests {
             let cites: Vec<&str> = p.spans.iter().map(|s| s.citation.as_str()).collect();
             assert_eq!(cites, ["a.java#L21-L50", "b.java#L51-L60"], "{strategy:?}");
         }
+    }
+
+    #[test]
+    fn each_hit_is_packed_on_its_own_when_its_whole_span_does_not_fit() {
+        // a.java: hits on chunks 1 (0.9) and 5 (0.6), context between them;
+        // b.java: one hit (0.8). Each chunk ~105 tokens with a header.
+        let a = doc("a.java", 8, 10);
+        let b = doc("b.java", 4, 10);
+        let span: Vec<(u32, f64, bool)> = (1..=5)
+            .map(|i| match i {
+                1 => (1, 0.9, true),
+                5 => (5, 0.6, true),
+                i => (i, 0.3, false),
+            })
+            .collect();
+        let results = vec![result(&a, &[&span]), result(&b, &[&[(2, 0.8, true)]])];
+        let pack = pack_of(&results, 360);
+        let cites: Vec<&str> = pack.spans.iter().map(|s| s.citation.as_str()).collect();
+        // The best hit, then b's, then a's second: three hits, no context,
+        // where the span of a's hits (five chunks) would not fit at all.
+        assert_eq!(
+            cites,
+            ["a.java#L11-L20", "a.java#L51-L60", "b.java#L21-L30"]
+        );
+        assert!(pack.used_tokens <= 360);
+        assert_eq!(pack.spans[1].section, "S5", "headed by its own hit");
+        assert_eq!(
+            pack.spans[1].trimmed_from.as_deref(),
+            Some("a.java#L11-L60")
+        );
+        assert!(
+            pack.to_markdown().contains("· S5 · part of L11-L60\n"),
+            "{}",
+            pack.to_markdown()
+        );
+        // With room, the context between a's hits joins them into one span.
+        let pack = pack_of(&results, 2000);
+        let cites: Vec<&str> = pack.spans.iter().map(|s| s.citation.as_str()).collect();
+        assert_eq!(cites, ["a.java#L11-L60", "b.java#L21-L30"]);
+    }
+
+    #[test]
+    fn a_long_hit_goes_first_only_when_clearly_more_relevant() {
+        // One 40-line hit (~425 tokens) or three 10-line ones (~110 each):
+        // a budget for either.
+        let long = doc("long.java", 1, 40);
+        let short: Vec<Vec<Chunk>> = ["b.java", "c.java", "d.java"]
+            .iter()
+            .map(|uri| doc(uri, 1, 10))
+            .collect();
+        let results = |short_score: f64| {
+            let mut r = vec![result(&long, &[&[(0, 0.9, true)]])];
+            for (i, s) in short.iter().enumerate() {
+                r.push(result(s, &[&[(0, short_score - 0.01 * i as f64, true)]]));
+            }
+            r
+        };
+        // Nearly as relevant: three places rather than one.
+        let pack = pack_of(&results(0.85), 440);
+        let uris: Vec<&str> = pack.spans.iter().map(|s| s.uri.as_str()).collect();
+        assert_eq!(uris, ["b.java", "c.java", "d.java"]);
+        assert_eq!(pack.references[0].uri, "long.java");
+        // Far less relevant: the long hit first, and nothing else fits.
+        let pack = pack_of(&results(0.3), 440);
+        let uris: Vec<&str> = pack.spans.iter().map(|s| s.uri.as_str()).collect();
+        assert_eq!(uris, ["long.java"]);
+    }
+
+    #[test]
+    fn a_hit_in_a_split_unit_is_packed_with_the_whole_unit_or_not_at_all() {
+        // a.java: chunks 0..=3 are parts 1/4..4/4 of `A.big`, the hit is
+        // part 2 (0.9); b.java: one whole method (0.5).
+        let mut a = doc("a.java", 5, 10);
+        for (i, c) in a.iter_mut().enumerate().take(4) {
+            c.section = format!("A.big (Part {}/4)", i + 1);
+        }
+        let b = doc("b.java", 2, 10);
+        let unit: Vec<(u32, f64, bool)> = (0..4)
+            .map(|i| (i, if i == 1 { 0.9 } else { 0.45 }, i == 1))
+            .collect();
+        let results = vec![result(&a, &[&unit]), result(&b, &[&[(0, 0.5, true)]])];
+        // Room for the unit (four chunks, ~400 tokens) and b's method.
+        let pack = pack_of(&results, 540);
+        let cites: Vec<&str> = pack.spans.iter().map(|s| s.citation.as_str()).collect();
+        assert_eq!(cites, ["a.java#L1-L40", "b.java#L1-L10"]);
+        assert_eq!(pack.spans[0].section, "A.big");
+        // Room for two chunks only: the unit does not fit, so the next hit
+        // is packed, not a fragment of the unit.
+        let pack = pack_of(&results, 250);
+        let cites: Vec<&str> = pack.spans.iter().map(|s| s.citation.as_str()).collect();
+        assert_eq!(cites, ["b.java#L1-L10"]);
+        assert_eq!(pack.references[0].citation, "a.java#L1-L40");
+        // Two units with one name (overloads) are two cores: part numbers
+        // must follow each other.
+        let mut c = doc("c.java", 4, 10);
+        for (i, chunk) in c.iter_mut().enumerate() {
+            chunk.section = format!("C.f (Part {}/2)", i % 2 + 1);
+        }
+        let both: Vec<(u32, f64, bool)> = (0..4).map(|i| (i, 0.5, i == 3)).collect();
+        let pack = pack_of(&[result(&c, &[&both])], 230);
+        assert_eq!(pack.spans[0].citation, "c.java#L21-L40");
     }
 
     #[test]
