@@ -112,20 +112,23 @@ async def session(client, root, report):
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", projects[0]["indexed_at_utc"]), projects
 
     # Errors are tool errors with a message; the server keeps answering.
+    # Over-long arguments are held to the query service's bounds, like a
+    # gRPC request.
     errors = {}
-    for name, args in [
-        ("get_context", {"citation": "src/Nope.java#L1-L5", "project": "demo"}),
-        ("get_context", {"citation": "src/Retry.java#L900-L901", "project": "demo"}),
-        ("get_context", {"chunk_id": "zz:1"}),
-        ("search", {"query": "retry", "max_tokens": 0}),
-        ("search", {"query": "   "}),
+    for label, name, args, expected in [
+        ("unknown document", "get_context", {"citation": "src/Nope.java#L1-L5", "project": "demo"}, "Nope.java"),
+        ("past the end", "get_context", {"citation": "src/Retry.java#L900-L901", "project": "demo"}, "past the end"),
+        ("bad chunk id", "get_context", {"chunk_id": "zz:1"}, "not a document id"),
+        ("zero budget", "search", {"query": "retry", "max_tokens": 0}, "max_tokens"),
+        ("blank query", "search", {"query": "   "}, "query: is empty"),
+        ("long query", "search", {"query": "retry " * 1000}, "query: is longer than 4096"),
+        ("101 projects", "search", {"query": "retry", "projects": ["p"] * 101}, "projects: 101 values"),
+        ("long citation", "get_context", {"citation": "a/" * 3000 + "b.java#L1-L2"}, "citation is 6012 bytes long"),
     ]:
         result = await client.call_tool(name, args)
-        assert result.is_error, (name, args, text_of(result))
-        errors[json.dumps(args)] = text_of(result)
-    assert "Nope.java" in errors[json.dumps({"citation": "src/Nope.java#L1-L5", "project": "demo"})]
-    assert "past the end" in errors[json.dumps({"citation": "src/Retry.java#L900-L901", "project": "demo"})]
-    assert "max_tokens" in errors[json.dumps({"query": "retry", "max_tokens": 0})]
+        assert result.is_error, (label, text_of(result))
+        assert expected in text_of(result), (label, text_of(result))
+        errors[label] = text_of(result)
     report["errors"] = errors
     result = await client.call_tool("list_projects", {})
     assert not result.is_error, "still serving after errors"

@@ -7,6 +7,11 @@
 //! cargo run --release -p weft-bench --bin search-latency -- \
 //!   --data-dir /tmp/guava-data --queries ../shared/eval/queries/java.jsonl --corpus guava -n 100
 //! ```
+//!
+//! With `--max-tokens N` each search is told its budget, as `weft search
+//! --max-tokens`, gRPC `max_tokens` and MCP `search` do (every hit's unit
+//! and window fetched), and its response is packed into N tokens; the
+//! packing time is reported apart and included in the total.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -17,7 +22,7 @@ use clap::Parser;
 use weft_bench::percentile;
 use weft_core::ports::Embedder;
 use weft_core::query::{QueryEngine, SearchMode, SearchRequest};
-use weft_core::retrieval::{RetrievalConfig, SearchFilter};
+use weft_core::retrieval::{ApproxTokenCounter, PackOptions, RetrievalConfig, SearchFilter, pack};
 use weft_pipeline::DataDir;
 
 #[derive(Parser)]
@@ -40,6 +45,9 @@ struct Args {
     /// Model directory (default: ~/.cache/weft/models/all-MiniLM-L6-v2).
     #[arg(long)]
     model_dir: Option<PathBuf>,
+    /// Tell each search its token budget and pack the response into it.
+    #[arg(long)]
+    max_tokens: Option<usize>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -88,6 +96,8 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     let mut total = Vec::new();
     let (mut embed, mut search, mut fetch) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut packing, mut chunks, mut tokens) = (Vec::new(), Vec::new(), Vec::new());
+    let revisions = std::collections::HashMap::new();
     let mut top1 = 0;
     // One warm-up query (loads the index pages, runs the model once).
     runtime.block_on(engine.search(&SearchRequest {
@@ -105,10 +115,33 @@ fn main() -> anyhow::Result<()> {
             limit: 10,
             mode: args.mode,
             expand: true,
+            max_tokens: args.max_tokens,
             ..Default::default()
         }))?;
         let t = &response.timings;
-        total.push(t.total_ms);
+        let mut total_ms = t.total_ms;
+        if let Some(max_tokens) = args.max_tokens {
+            let start = std::time::Instant::now();
+            let packed = pack(
+                &response.results,
+                &revisions,
+                &PackOptions { max_tokens },
+                &ApproxTokenCounter,
+            );
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            packing.push(ms);
+            total_ms += ms;
+            tokens.push(packed.used_tokens as f64);
+            chunks.push(
+                response
+                    .results
+                    .iter()
+                    .flat_map(|d| &d.spans)
+                    .map(|s| s.chunks.len())
+                    .sum::<usize>() as f64,
+            );
+        }
+        total.push(total_ms);
         embed.push(t.embed_ms);
         search.push(t.search_ms);
         fetch.push(t.fetch_ms);
@@ -120,13 +153,26 @@ fn main() -> anyhow::Result<()> {
             top1 += 1;
         }
     }
-    for v in [&mut total, &mut embed, &mut search, &mut fetch] {
+    for v in [
+        &mut total,
+        &mut embed,
+        &mut search,
+        &mut fetch,
+        &mut packing,
+        &mut chunks,
+        &mut tokens,
+    ] {
         v.sort_by(f64::total_cmp);
     }
     let stats = |v: &[f64]| serde_json::json!({"p50": percentile(v, 0.5), "p90": percentile(v, 0.9), "p99": percentile(v, 0.99), "max": percentile(v, 1.0)});
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let out = serde_json::json!({
         "queries": queries.len(),
         "mode": args.mode,
+        "max_tokens": args.max_tokens,
+        "packing_ms": args.max_tokens.map(|_| stats(&packing)),
+        "response_chunks_mean": args.max_tokens.map(|_| mean(&chunks)),
+        "packed_tokens_mean": args.max_tokens.map(|_| mean(&tokens)),
         "total_ms": stats(&total),
         "embed_ms": stats(&embed),
         "search_ms": stats(&search),
@@ -148,6 +194,15 @@ fn main() -> anyhow::Result<()> {
             percentile(&fetch, 0.5),
             100.0 * top1 as f64 / queries.len() as f64
         );
+        if args.max_tokens.is_some() {
+            println!(
+                "packing p50 {:.2} ms, p99 {:.2} ms; {:.1} chunks per response, {:.0} tokens packed (means)",
+                percentile(&packing, 0.5),
+                percentile(&packing, 0.99),
+                mean(&chunks),
+                mean(&tokens)
+            );
+        }
     }
     Ok(())
 }

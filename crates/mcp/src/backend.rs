@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 use tonic::metadata::{Ascii, MetadataValue};
 use weft_core::ports::{Catalog, PortError, VectorIndex};
-use weft_core::query::{QueryEngine, QueryError, SearchMode, SearchRequest};
+use weft_core::query::{QueryEngine, QueryError, SearchRequest};
 use weft_core::retrieval::DocumentResult;
 use weft_core::{Chunk, ChunkId, DocumentId};
 use weft_proto::v1;
@@ -298,34 +298,13 @@ impl Backend for GrpcBackend {
     }
 
     async fn search(&self, request: &SearchRequest) -> Result<Vec<DocumentResult>, BackendError> {
+        // The service reranks when asked, and refuses when it has no
+        // reranker: then ask again without, and from then on. It expands
+        // for packing when told the budget (it packs too; that context is
+        // not used: globs filter first).
         let wire = v1::SearchRequest {
-            query: request.query.clone(),
-            projects: request.filter.projects.clone(),
-            content_types: request
-                .filter
-                .content_types
-                .iter()
-                .map(|&t| v1::ContentType::from(t) as i32)
-                .collect(),
-            languages: request.filter.languages.clone(),
-            path_prefix: request.filter.path_prefix.clone().unwrap_or_default(),
-            mode: match request.mode {
-                SearchMode::Hybrid => v1::SearchMode::Hybrid,
-                SearchMode::Vector => v1::SearchMode::Vector,
-                SearchMode::Text => v1::SearchMode::Text,
-            } as i32,
-            limit: u32::try_from(request.limit).unwrap_or(u32::MAX),
-            expand: Some(request.expand),
-            expansion: None,
-            // The service reranks when asked, and refuses when it has no
-            // reranker: then ask again without, and from then on.
             rerank: request.rerank && self.rerank.load(Ordering::Relaxed),
-            explain: false,
-            // The service expands for packing when told the budget (it
-            // packs too; that context is not used: globs filter first).
-            max_tokens: request
-                .max_tokens
-                .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+            ..v1::SearchRequest::from(request)
         };
         let result = self.client.clone().search(self.request(wire.clone())).await;
         let response = match result {

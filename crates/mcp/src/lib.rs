@@ -30,10 +30,14 @@ use serde::Deserialize;
 use serde_json::json;
 use weft_core::query::{SearchMode, SearchRequest};
 use weft_core::retrieval::{
-    ApproxTokenCounter, Citation, ContextPack, ContextTarget, PackOptions, SearchFilter,
-    expand_context, pack,
+    AdjacencyConfig, ApproxTokenCounter, Citation, ContextPack, ContextTarget, PackOptions,
+    SearchFilter, expand_context, pack,
 };
 use weft_core::{ChunkId, ContentType, DocumentId};
+use weft_proto::query::{
+    MAX_FILTER_VALUE_CHARS, MAX_FILTER_VALUES, MAX_PATH_PREFIX_BYTES, RequestBounds,
+};
+use weft_proto::v1;
 
 pub use backend::{
     Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, MAX_DOCUMENT_CHUNKS,
@@ -260,6 +264,116 @@ fn budget(requested: Option<u32>, default: usize) -> Result<usize, ToolError> {
     }
 }
 
+/// The search a `search` call asks for, and the globs its results must
+/// match. Every argument is held to the query service's bounds
+/// (`weft_proto::query::search_request`: the query's length and characters,
+/// the limit, each filter list), so a tool call cannot ask for more than a
+/// gRPC request may; the error names the argument.
+fn search_request(
+    p: SearchParams,
+    max_tokens: usize,
+) -> Result<(SearchRequest, Option<GlobSet>), ToolError> {
+    let limit = match p.limit {
+        None => 10,
+        Some(n @ 1..=100) => n as usize,
+        Some(n) => return Err(ToolError(format!("limit {n} is not within 1..=100"))),
+    };
+    let paths = p.paths.unwrap_or_default();
+    check_paths(&paths)?;
+    let (path_prefix, globs) = path_filters(&paths)?;
+    let mode = match p.mode.unwrap_or(ModeParam::Hybrid) {
+        ModeParam::Hybrid => SearchMode::Hybrid,
+        ModeParam::Vector => SearchMode::Vector,
+        ModeParam::Text => SearchMode::Text,
+    };
+    let request = SearchRequest {
+        query: p.query,
+        filter: SearchFilter {
+            projects: p.projects.unwrap_or_default(),
+            content_types: p
+                .content_types
+                .unwrap_or_default()
+                .into_iter()
+                .map(Into::into)
+                .collect(),
+            languages: Vec::new(),
+            path_prefix,
+        },
+        limit,
+        mode,
+        expand: true,
+        adjacency: None,
+        rerank: true,
+        max_tokens: Some(max_tokens),
+    };
+    let mut request = weft_proto::query::search_request(
+        v1::SearchRequest::from(&request),
+        &AdjacencyConfig::default(),
+        &RequestBounds::default(),
+    )
+    .map_err(|e| ToolError(format!("{}: {}", argument_name(e.field), e.problem)))?;
+    // Globs narrow the results after the search: ask for more.
+    if globs.is_some() {
+        request.limit = (request.limit * 3).min(100);
+    }
+    Ok((request, globs))
+}
+
+/// The tool argument a field of the wire request comes from.
+fn argument_name(field: &str) -> &str {
+    match field {
+        "path_prefix" => "paths",
+        other => other,
+    }
+}
+
+/// The longest `citation` argument: a document uri and its line range.
+const MAX_CITATION_BYTES: usize = MAX_PATH_PREFIX_BYTES + 32;
+/// The longest `chunk_id` argument (a UUID or `DOCUMENT_ID:CHUNK_INDEX`).
+const MAX_CHUNK_ID_BYTES: usize = 64;
+/// The longest `source` argument of `index` (a path or URL).
+const MAX_SOURCE_BYTES: usize = 4096;
+
+/// Checks a text argument: at most `max` bytes, no control characters (an
+/// argument is echoed in errors and logs, and looked up in the stores).
+fn check_argument(name: &str, value: Option<&str>, max: usize) -> Result<(), ToolError> {
+    let Some(value) = value else { return Ok(()) };
+    if value.len() > max {
+        return Err(ToolError(format!(
+            "{name} is {} bytes long, over the maximum {max}",
+            value.len()
+        )));
+    }
+    match weft_core::control_character(value) {
+        Some(problem) => Err(ToolError(format!("{name} {problem}"))),
+        None => Ok(()),
+    }
+}
+
+/// Checks the `paths` argument as the query API checks a filter list: at
+/// most [`MAX_FILTER_VALUES`] globs, each no longer than a document uri,
+/// none with control characters.
+fn check_paths(paths: &[String]) -> Result<(), ToolError> {
+    if paths.len() > MAX_FILTER_VALUES {
+        return Err(ToolError(format!(
+            "paths: {} globs is over the maximum {MAX_FILTER_VALUES}",
+            paths.len()
+        )));
+    }
+    for (i, p) in paths.iter().enumerate() {
+        if p.len() > MAX_PATH_PREFIX_BYTES {
+            return Err(ToolError(format!(
+                "paths: glob {i} is {} bytes long, over the maximum {MAX_PATH_PREFIX_BYTES}",
+                p.len()
+            )));
+        }
+        if let Some(problem) = weft_core::control_character(p) {
+            return Err(ToolError(format!("paths: glob {i} {problem}")));
+        }
+    }
+    Ok(())
+}
+
 #[tool_router]
 impl WeftMcp {
     /// A server over `backend`; with `indexer`, the `index` tool is offered.
@@ -353,46 +467,8 @@ impl WeftMcp {
 
 impl WeftMcp {
     async fn search_tool(&self, p: SearchParams) -> ToolResult {
-        if p.query.trim().is_empty() {
-            return Err(ToolError("query is empty".into()));
-        }
         let max_tokens = budget(p.max_tokens, self.options.default_max_tokens)?;
-        let limit = match p.limit {
-            None => 10,
-            Some(n @ 1..=100) => n as usize,
-            Some(n) => return Err(ToolError(format!("limit {n} is not within 1..=100"))),
-        };
-        let (path_prefix, globs) = path_filters(p.paths.as_deref().unwrap_or_default())?;
-        let mode = match p.mode.unwrap_or(ModeParam::Hybrid) {
-            ModeParam::Hybrid => SearchMode::Hybrid,
-            ModeParam::Vector => SearchMode::Vector,
-            ModeParam::Text => SearchMode::Text,
-        };
-        let request = SearchRequest {
-            query: p.query,
-            filter: SearchFilter {
-                projects: p.projects.unwrap_or_default(),
-                content_types: p
-                    .content_types
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(Into::into)
-                    .collect(),
-                languages: Vec::new(),
-                path_prefix,
-            },
-            // Globs narrow the results after the search: ask for more.
-            limit: if globs.is_some() {
-                (limit * 3).min(100)
-            } else {
-                limit
-            },
-            mode,
-            expand: true,
-            adjacency: None,
-            rerank: true,
-            max_tokens: Some(max_tokens),
-        };
+        let (request, globs) = search_request(p, max_tokens)?;
         let mut results = self.backend.search(&request).await?;
         if let Some(globs) = &globs {
             results.retain(|d| globs.is_match(&d.uri));
@@ -409,6 +485,9 @@ impl WeftMcp {
 
     async fn get_context_tool(&self, p: GetContextParams) -> ToolResult {
         let max_tokens = budget(p.max_tokens, self.options.default_max_tokens)?;
+        check_argument("citation", p.citation.as_deref(), MAX_CITATION_BYTES)?;
+        check_argument("chunk_id", p.chunk_id.as_deref(), MAX_CHUNK_ID_BYTES)?;
+        check_argument("project", p.project.as_deref(), MAX_FILTER_VALUE_CHARS)?;
         let (chunks, target) = match (&p.citation, &p.chunk_id) {
             (Some(_), Some(_)) => {
                 return Err(ToolError(
@@ -574,6 +653,8 @@ impl WeftMcp {
         if p.source.trim().is_empty() {
             return Err(ToolError("source is empty".into()));
         }
+        check_argument("source", Some(&p.source), MAX_SOURCE_BYTES)?;
+        check_argument("project", p.project.as_deref(), MAX_FILTER_VALUE_CHARS)?;
         let summary = indexer
             .index(
                 p.source.trim(),
@@ -692,6 +773,93 @@ mod tests {
         assert_eq!(prefix, None, "no shared prefix");
         assert!(path_filters(&["a/[".into()]).is_err());
         assert_eq!(path_filters(&[]).unwrap().0, None);
+    }
+
+    fn params(query: &str) -> SearchParams {
+        SearchParams {
+            query: query.into(),
+            projects: None,
+            content_types: None,
+            paths: None,
+            mode: None,
+            max_tokens: None,
+            limit: None,
+        }
+    }
+
+    fn refusal(p: SearchParams) -> String {
+        match search_request(p, 2000) {
+            Ok(r) => panic!("accepted: {r:?}"),
+            Err(ToolError(message)) => message,
+        }
+    }
+
+    #[test]
+    fn search_arguments_are_held_to_the_query_services_bounds() {
+        let (request, globs) = search_request(params("RateLimiter acquire"), 2000).unwrap();
+        assert_eq!(request.limit, 10);
+        assert_eq!(request.max_tokens, Some(2000));
+        assert!(globs.is_none());
+
+        let long = "q".repeat(weft_proto::query::MAX_QUERY_CHARS + 1);
+        assert!(refusal(params(&long)).starts_with("query: is longer than"));
+        assert!(refusal(params("a\u{0}b")).contains("control character"));
+        assert_eq!(refusal(params("  ")), "query: is empty");
+        let too_many = SearchParams {
+            projects: Some(vec!["p".into(); MAX_FILTER_VALUES + 1]),
+            ..params("q")
+        };
+        assert!(refusal(too_many).starts_with("projects: 101 values"));
+        let long_project = SearchParams {
+            projects: Some(vec!["p".repeat(MAX_FILTER_VALUE_CHARS + 1)]),
+            ..params("q")
+        };
+        assert!(refusal(long_project).starts_with("projects: value 0 is 257 characters"));
+        let globs = SearchParams {
+            paths: Some(vec!["src/**/*.rs".into(); MAX_FILTER_VALUES + 1]),
+            ..params("q")
+        };
+        assert!(refusal(globs).starts_with("paths: 101 globs"));
+        let long_glob = SearchParams {
+            paths: Some(vec![format!("{}/*.rs", "d".repeat(MAX_PATH_PREFIX_BYTES))]),
+            ..params("q")
+        };
+        assert!(refusal(long_glob).starts_with("paths: glob 0 is"));
+        let escaping = SearchParams {
+            paths: Some(vec!["../secret/*.md".into()]),
+            ..params("q")
+        };
+        assert!(refusal(escaping).starts_with("paths: "));
+        assert!(
+            refusal(SearchParams {
+                limit: Some(101),
+                ..params("q")
+            })
+            .starts_with("limit")
+        );
+
+        let (request, globs) = search_request(
+            SearchParams {
+                paths: Some(vec!["src/main/**/*.java".into()]),
+                limit: Some(50),
+                ..params("q")
+            },
+            2000,
+        )
+        .unwrap();
+        assert_eq!(request.filter.path_prefix.as_deref(), Some("src/main"));
+        assert_eq!(request.limit, 100, "globs ask for more, up to the bound");
+        assert!(globs.is_some());
+    }
+
+    #[test]
+    fn text_arguments_are_bounded() {
+        assert!(check_argument("citation", None, 10).is_ok());
+        assert!(check_argument("citation", Some("a.md#L1-L2"), 10).is_ok());
+        let ToolError(m) = check_argument("citation", Some("a.md#L1-L20"), 10).unwrap_err();
+        assert_eq!(m, "citation is 11 bytes long, over the maximum 10");
+        let ToolError(m) = check_argument("project", Some("a\nb"), 10).unwrap_err();
+        assert!(m.starts_with("project holds a control character"), "{m}");
     }
 
     #[test]

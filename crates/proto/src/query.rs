@@ -143,6 +143,45 @@ fn bounded(value: u32, field: &'static str, max: u32) -> Result<u32, ConversionE
     }
 }
 
+/// The wire form of a domain search request: what a client of the query
+/// service sends for it, and what [`search_request`] checks and turns back.
+/// Expansion overrides are sent as the fields a request may set.
+impl From<&SearchRequest> for v1::SearchRequest {
+    fn from(request: &SearchRequest) -> Self {
+        let saturate = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        v1::SearchRequest {
+            query: request.query.clone(),
+            projects: request.filter.projects.clone(),
+            content_types: request
+                .filter
+                .content_types
+                .iter()
+                .map(|&t| v1::ContentType::from(t) as i32)
+                .collect(),
+            languages: request.filter.languages.clone(),
+            path_prefix: request.filter.path_prefix.clone().unwrap_or_default(),
+            mode: match request.mode {
+                SearchMode::Hybrid => v1::SearchMode::Hybrid,
+                SearchMode::Vector => v1::SearchMode::Vector,
+                SearchMode::Text => v1::SearchMode::Text,
+            } as i32,
+            limit: saturate(request.limit),
+            expand: Some(request.expand),
+            expansion: request.adjacency.as_ref().map(|a| v1::Expansion {
+                expand_hits: Some(saturate(a.expand_hits)),
+                prose_window: Some(a.prose_window),
+                code_window: Some(a.code_window),
+                api_reference_window: Some(a.api_reference_window),
+                whole_units: Some(a.whole_units),
+                max_chunks: Some(saturate(a.max_chunks)),
+            }),
+            rerank: request.rerank,
+            explain: false,
+            max_tokens: request.max_tokens.map(saturate),
+        }
+    }
+}
+
 /// Turns a wire search request into a domain one; unset expansion fields
 /// take their values from `adjacency` (the server's configuration). Every
 /// field is checked against `bounds` and the constants of this module; a
@@ -579,6 +618,48 @@ mod tests {
         assert_eq!(r.filter.content_types, vec![ContentType::Code]);
         assert_eq!(r.filter.path_prefix.as_deref(), Some("src/"));
         assert_eq!((r.mode, r.limit), (SearchMode::Text, 7));
+    }
+
+    #[test]
+    fn a_domain_request_goes_over_the_wire_and_back_unchanged() {
+        let adjacency = AdjacencyConfig {
+            code_window: 3,
+            whole_units: false,
+            ..AdjacencyConfig::default()
+        };
+        let domain = SearchRequest {
+            query: "retry backoff".into(),
+            filter: SearchFilter {
+                projects: vec!["guava".into()],
+                content_types: vec![ContentType::Code, ContentType::Prose],
+                languages: vec!["java".into()],
+                path_prefix: Some("src/".into()),
+            },
+            limit: 20,
+            mode: SearchMode::Vector,
+            expand: true,
+            adjacency: Some(adjacency.clone()),
+            rerank: true,
+            max_tokens: Some(2000),
+        };
+        let back = search_request(
+            v1::SearchRequest::from(&domain),
+            &AdjacencyConfig::default(),
+            &RequestBounds::default(),
+        )
+        .unwrap();
+        assert_eq!(back.query, domain.query);
+        assert_eq!(back.filter, domain.filter);
+        assert_eq!(back.limit, domain.limit);
+        assert_eq!(back.mode, domain.mode);
+        assert_eq!(back.expand, domain.expand);
+        assert_eq!(back.rerank, domain.rerank);
+        assert_eq!(back.max_tokens, domain.max_tokens);
+        let a = back.adjacency.unwrap();
+        assert_eq!(
+            (a.code_window, a.whole_units, a.prose_window, a.max_chunks),
+            (3, false, adjacency.prose_window, adjacency.max_chunks)
+        );
     }
 
     #[test]
