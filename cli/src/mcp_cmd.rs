@@ -113,6 +113,15 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
         );
         match &args.http {
             Some(addr) => {
+                // As `weft serve`: on loopback without a keys file open, else
+                // the keys of query.api_keys_file (or query.auth = "none").
+                let config = weft_config::load(config_file)?.config;
+                let auth = weft_server::auth::from_config(
+                    &config.query,
+                    addr,
+                    weft_server::auth::AuthDefault::OpenOnLoopback,
+                )
+                .map_err(|e| anyhow::anyhow!("--http {addr}: {e}"))?;
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .with_context(|| format!("--http: cannot listen on {addr}"))?;
@@ -124,6 +133,8 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
                     server,
                     listener,
                     &args.allowed_hosts,
+                    auth,
+                    std::time::Duration::from_secs(config.query.api_keys_reload_secs),
                     weft_telemetry::shutdown_signal(),
                 )
                 .await?;

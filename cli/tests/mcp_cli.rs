@@ -132,17 +132,26 @@ fn an_mcp_client_searches_and_expands_citations_over_stdio_and_http() {
     let report = run_client(&["stdio", root, env!("CARGO_BIN_EXE_weft")], data.path());
     check_report(&report);
 
-    let mut server = Killed(
-        Command::new(env!("CARGO_BIN_EXE_weft"))
-            .args(["mcp", "--http", "127.0.0.1:0"])
-            .env("WEFT_DATA_DIR", data.path())
-            .env("WEFT_MODEL_DIR", model_dir())
-            .env_remove("WEFT__RERANK__KIND")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("weft mcp --http starts"),
-    );
+    let (_server, url) = start_http(data.path(), "127.0.0.1:0", &[]);
+    assert!(url.ends_with("/mcp"), "{url}");
+    let report = run_client(&["http", root, &url], data.path());
+    check_report(&report);
+}
+
+/// Starts `weft mcp --http ADDR` with `envs`; returns the server and its URL.
+fn start_http(data: &Path, addr: &str, envs: &[(&str, &Path)]) -> (Killed, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_weft"));
+    command
+        .args(["mcp", "--http", addr])
+        .env("WEFT_DATA_DIR", data)
+        .env("WEFT_MODEL_DIR", model_dir())
+        .env_remove("WEFT__RERANK__KIND")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    for (k, v) in envs {
+        command.env(k, v);
+    }
+    let mut server = Killed(command.spawn().expect("weft mcp --http starts"));
     let mut line = String::new();
     BufReader::new(server.0.stdout.take().unwrap())
         .read_line(&mut line)
@@ -152,9 +161,89 @@ fn an_mcp_client_searches_and_expands_citations_over_stdio_and_http() {
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("no address announced: {line:?}"))
         .to_owned();
-    assert!(url.ends_with("/mcp"), "{url}");
-    let report = run_client(&["http", root, &url], data.path());
-    check_report(&report);
+    (server, url)
+}
+
+/// The status line of a bare MCP `initialize` POST to `url` with these
+/// extra header lines.
+fn post_status(url: &str, headers: &str) -> String {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.lines().next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn mcp_over_http_needs_a_key_beyond_loopback_and_reads_only_the_keys_projects() {
+    let (tree, data) = indexed();
+    // Beyond loopback without keys: refused at start, naming the setting.
+    let out = weft(&["mcp", "--http", "0.0.0.0:0"], data.path());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("query.api_keys_file"), "{stderr}");
+
+    // Two keys: one bound to demo, one to another project.
+    let mut keys = String::new();
+    let mut minted = Vec::new();
+    for (id, project) in [("demo-reader", "demo"), ("other-reader", "other")] {
+        let out = json(&weft(
+            &["keys", "new", "--id", id, "--project", project, "--json"],
+            data.path(),
+        ));
+        keys.push_str(out["entry_toml"].as_str().unwrap());
+        minted.push(out["key"].as_str().unwrap().to_owned());
+    }
+    let keys_file = data.path().join("keys.toml");
+    std::fs::write(&keys_file, keys).unwrap();
+    let (_server, url) = start_http(
+        data.path(),
+        "127.0.0.1:0",
+        &[("WEFT__QUERY__API_KEYS_FILE", &keys_file)],
+    );
+
+    // No key, a malformed header, a wrong key: 401 before any MCP message.
+    assert!(post_status(&url, "").contains(" 401 "), "no key");
+    assert!(
+        post_status(&url, "Authorization: Basic abc\r\n").contains(" 401 "),
+        "not a bearer key"
+    );
+    let wrong = format!("Authorization: Bearer {}x\r\n", minted[0]);
+    assert!(post_status(&url, &wrong).contains(" 401 "), "a wrong key");
+    let right = format!("Authorization: Bearer {}\r\n", minted[0]);
+    assert!(post_status(&url, &right).contains(" 200 "), "the demo key");
+
+    // Each key reads its own projects only (the MCP SDK, keyed).
+    let report = run_client(
+        &[
+            "scoped",
+            tree.path().to_str().unwrap(),
+            &url,
+            &minted[0],
+            &minted[1],
+        ],
+        data.path(),
+    );
+    assert!(
+        report["demo_key"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u == "src/Retry.java"),
+        "{report}"
+    );
+    assert_eq!(report["other_key"], "sees nothing of demo", "{report}");
 }
 
 #[test]

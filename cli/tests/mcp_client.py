@@ -3,6 +3,7 @@ assistant would, and checks what comes back against the fixture files.
 
     python mcp_client.py stdio FIXTURE_ROOT WEFT_BINARY   (env: WEFT_DATA_DIR, WEFT_MODEL_DIR)
     python mcp_client.py http  FIXTURE_ROOT URL
+    python mcp_client.py scoped FIXTURE_ROOT URL DEMO_KEY OTHER_KEY   (API keys: demo, another project)
 
 Prints one JSON object (what was checked) on the last line of stdout;
 exits non-zero with the failed check's message otherwise.
@@ -134,10 +135,49 @@ async def session(client, root, report):
     assert not result.is_error, "still serving after errors"
 
 
+def keyed(url, key):
+    """A streamable HTTP transport that sends `Authorization: Bearer KEY`."""
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+    return streamable_http_client(url, http_client=http)
+
+
+async def scoped(url, demo_key, other_key, report):
+    """A key reads its own projects only; the demo key reads demo."""
+    async with Client(keyed(url, other_key)) as client:
+        result = await client.call_tool("list_projects", {})
+        assert not result.is_error, text_of(result)
+        assert result.structured_content["projects"] == [], result.structured_content
+        result = await client.call_tool("search", {"query": "retry backoff"})
+        assert not result.is_error, text_of(result)
+        assert result.structured_content["spans"] == [], result.structured_content
+        assert "Retry" not in text_of(result), text_of(result)
+        result = await client.call_tool("search", {"query": "retry", "projects": ["demo"]})
+        assert result.is_error and "may not read project" in text_of(result), text_of(result)
+        result = await client.call_tool(
+            "get_context", {"citation": "src/Retry.java#L1-L5", "project": "demo"}
+        )
+        assert result.is_error and "may not read project" in text_of(result), text_of(result)
+        result = await client.call_tool("get_context", {"citation": "src/Retry.java#L1-L5"})
+        assert result.is_error and "no indexed document" in text_of(result), text_of(result)
+        report["other_key"] = "sees nothing of demo"
+    async with Client(keyed(url, demo_key)) as client:
+        result = await client.call_tool("list_projects", {})
+        assert [p["name"] for p in result.structured_content["projects"]] == ["demo"]
+        result = await client.call_tool("search", {"query": "retry backoff"})
+        assert not result.is_error, text_of(result)
+        uris = {s["uri"] for s in result.structured_content["spans"]}
+        assert "src/Retry.java" in uris, result.structured_content
+        report["demo_key"] = sorted(uris)
+
+
 async def main():
     transport, root, target = sys.argv[1], sys.argv[2], sys.argv[3]
     report = {"transport": transport, "citations_checked": []}
-    if transport == "stdio":
+    if transport == "scoped":
+        await scoped(target, sys.argv[4], sys.argv[5], report)
+    elif transport == "stdio":
         env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "WEFT_DATA_DIR", "WEFT_MODEL_DIR", "WEFT_LOG")}
         params = StdioServerParameters(command=target, args=["mcp"], env=env)
         # The initialize handshake (protocol versions before 2026-07-28).

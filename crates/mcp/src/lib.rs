@@ -25,7 +25,10 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router,
+};
 use serde::Deserialize;
 use serde_json::json;
 use weft_core::query::{SearchMode, SearchRequest};
@@ -38,6 +41,7 @@ use weft_proto::query::{
     MAX_FILTER_VALUE_CHARS, MAX_FILTER_VALUES, MAX_PATH_PREFIX_BYTES, RequestBounds,
 };
 use weft_proto::v1;
+pub use weft_server::auth::{Auth, Scope};
 
 pub use backend::{
     Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, MAX_DOCUMENT_CHUNKS,
@@ -374,6 +378,30 @@ fn check_paths(paths: &[String]) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// What the caller of a tool call may read. Over HTTP, the scope the
+/// authentication layer of [`serve_http`] put on the request (none: nothing,
+/// so a request that did not pass it reads nothing); over stdio, whose
+/// caller is the process's owner, everything.
+fn scope_of(ctx: &RequestContext<RoleServer>) -> Scope {
+    match ctx.extensions.get::<axum::http::request::Parts>() {
+        None => Scope::everything(),
+        Some(parts) => parts
+            .extensions
+            .get::<Scope>()
+            .cloned()
+            .unwrap_or_else(|| Scope {
+                key_id: None,
+                projects: Some(Default::default()),
+                content_types: Some(Vec::new()),
+            }),
+    }
+}
+
+/// Whether `scope` covers the project `name`.
+fn scope_has_project(scope: &Scope, name: &str) -> bool {
+    scope.projects.as_ref().is_none_or(|p| p.contains(name))
+}
+
 #[tool_router]
 impl WeftMcp {
     /// A server over `backend`; with `indexer`, the `index` tool is offered.
@@ -417,8 +445,9 @@ impl WeftMcp {
     async fn search(
         &self,
         Parameters(p): Parameters<SearchParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(self.search_tool(p).await, "search")
+        answer(self.search_tool(p, &scope_of(&ctx)).await, "search")
     }
 
     #[tool(
@@ -431,8 +460,12 @@ impl WeftMcp {
     async fn get_context(
         &self,
         Parameters(p): Parameters<GetContextParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(self.get_context_tool(p).await, "get_context")
+        answer(
+            self.get_context_tool(p, &scope_of(&ctx)).await,
+            "get_context",
+        )
     }
 
     #[tool(
@@ -443,8 +476,12 @@ impl WeftMcp {
     async fn list_projects(
         &self,
         Parameters(_): Parameters<ListProjectsParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(self.list_projects_tool().await, "list_projects")
+        answer(
+            self.list_projects_tool(&scope_of(&ctx)).await,
+            "list_projects",
+        )
     }
 
     #[tool(
@@ -460,16 +497,21 @@ impl WeftMcp {
     async fn index(
         &self,
         Parameters(p): Parameters<IndexParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(self.index_tool(p).await, "index")
+        answer(self.index_tool(p, &scope_of(&ctx)).await, "index")
     }
 }
 
 impl WeftMcp {
-    async fn search_tool(&self, p: SearchParams) -> ToolResult {
+    async fn search_tool(&self, p: SearchParams, scope: &Scope) -> ToolResult {
         let max_tokens = budget(p.max_tokens, self.options.default_max_tokens)?;
-        let (request, globs) = search_request(p, max_tokens)?;
+        let (mut request, globs) = search_request(p, max_tokens)?;
+        scope
+            .restrict(&mut request.filter)
+            .map_err(|status| ToolError(status.message().to_owned()))?;
         let mut results = self.backend.search(&request).await?;
+        scope.retain(&mut results);
         if let Some(globs) = &globs {
             results.retain(|d| globs.is_match(&d.uri));
         }
@@ -483,7 +525,7 @@ impl WeftMcp {
         pack_result(&packed)
     }
 
-    async fn get_context_tool(&self, p: GetContextParams) -> ToolResult {
+    async fn get_context_tool(&self, p: GetContextParams, scope: &Scope) -> ToolResult {
         let max_tokens = budget(p.max_tokens, self.options.default_max_tokens)?;
         check_argument("citation", p.citation.as_deref(), MAX_CITATION_BYTES)?;
         check_argument("chunk_id", p.chunk_id.as_deref(), MAX_CHUNK_ID_BYTES)?;
@@ -502,7 +544,7 @@ impl WeftMcp {
             (Some(c), None) => {
                 let citation: Citation = c.parse().map_err(ToolError)?;
                 let chunks = self
-                    .document_of(&citation.uri, p.project.as_deref())
+                    .document_of(&citation.uri, p.project.as_deref(), scope)
                     .await?;
                 let (start, end) = citation.lines.unwrap_or((1, 1));
                 let last = chunks.iter().map(|c| c.end_line).max().unwrap_or(0);
@@ -514,7 +556,7 @@ impl WeftMcp {
                 }
                 (chunks, ContextTarget::Lines(start, end.min(last)))
             }
-            (None, Some(id)) => self.chunk_target(id).await?,
+            (None, Some(id)) => self.chunk_target(id, scope).await?,
         };
         let revision = self
             .revisions()
@@ -532,14 +574,22 @@ impl WeftMcp {
     }
 
     /// The chunks of the document at `uri`, in `project` or in whichever
-    /// project holds it.
+    /// project holds it, of the projects and content types `scope` covers.
     async fn document_of(
         &self,
         uri: &str,
         project: Option<&str>,
+        scope: &Scope,
     ) -> Result<Vec<weft_core::Chunk>, ToolError> {
         let projects: Vec<String> = match project {
-            Some(p) => vec![p.to_owned()],
+            Some(p) => {
+                if !scope_has_project(scope, p) {
+                    return Err(ToolError(format!(
+                        "this API key may not read project {p:?}"
+                    )));
+                }
+                vec![p.to_owned()]
+            }
             None => self
                 .backend
                 .projects()
@@ -547,6 +597,7 @@ impl WeftMcp {
                 .map_err(|e| ToolError(format!("{e}; pass project with the citation")))?
                 .into_iter()
                 .map(|p| p.name)
+                .filter(|name| scope_has_project(scope, name))
                 .collect(),
         };
         let mut found = Vec::new();
@@ -555,7 +606,8 @@ impl WeftMcp {
                 .backend
                 .document_chunks(&DocumentId::new(name, uri))
                 .await?;
-            if !chunks.is_empty() {
+            // A document of a content type outside the scope is not there.
+            if !chunks.is_empty() && chunks.iter().all(|c| scope.allows(c)) {
                 found.push((name.clone(), chunks));
             }
         }
@@ -583,6 +635,7 @@ impl WeftMcp {
     async fn chunk_target(
         &self,
         id: &str,
+        scope: &Scope,
     ) -> Result<(Vec<weft_core::Chunk>, ContextTarget), ToolError> {
         let id = id.trim();
         let (document, index) = if let Some((doc, index)) = id.split_once(':') {
@@ -608,7 +661,12 @@ impl WeftMcp {
                 .ok_or_else(|| ToolError(format!("no chunk with id {id}")))?;
             (chunk.document_id.clone(), chunk.chunk_index)
         };
-        let chunks = self.backend.document_chunks(&document).await?;
+        let mut chunks = self.backend.document_chunks(&document).await?;
+        // Outside the scope, a chunk is not there: the same answer as for
+        // one that does not exist.
+        if !chunks.iter().all(|c| scope.allows(c)) {
+            chunks.clear();
+        }
         if !chunks.iter().any(|c| c.chunk_index == index) {
             return Err(ToolError(format!(
                 "no chunk {index} of document {document} ({} chunks indexed)",
@@ -618,8 +676,9 @@ impl WeftMcp {
         Ok((chunks, ContextTarget::Chunk(index)))
     }
 
-    async fn list_projects_tool(&self) -> ToolResult {
-        let projects = self.backend.projects().await?;
+    async fn list_projects_tool(&self, scope: &Scope) -> ToolResult {
+        let mut projects = self.backend.projects().await?;
+        projects.retain(|p| scope_has_project(scope, &p.name));
         let mut text = String::new();
         if projects.is_empty() {
             text.push_str("No project is indexed.\n");
@@ -646,10 +705,16 @@ impl WeftMcp {
         Ok(result)
     }
 
-    async fn index_tool(&self, p: IndexParams) -> ToolResult {
+    async fn index_tool(&self, p: IndexParams, scope: &Scope) -> ToolResult {
         let indexer = self.indexer.as_ref().ok_or_else(|| {
             ToolError("indexing is off: start weft mcp with --allow-index".into())
         })?;
+        if scope.projects.is_some() || scope.content_types.is_some() {
+            return Err(ToolError(
+                "this API key is limited to some projects or content types: it may not index"
+                    .into(),
+            ));
+        }
         if p.source.trim().is_empty() {
             return Err(ToolError("source is empty".into()));
         }
@@ -721,13 +786,24 @@ pub async fn serve_stdio(server: WeftMcp) -> Result<(), ServeError> {
 
 /// Serves `server` over streamable HTTP at `/mcp` on `listener` until
 /// `shutdown` completes. `allowed_hosts` extends the loopback names the
-/// `Host` header may carry (DNS-rebinding protection).
+/// `Host` header may carry (DNS-rebinding protection). Every request is
+/// authenticated by `auth` as the query API's are (`Authorization: Bearer
+/// KEY`, the keys of `query.api_keys_file`, re-read when the file changes):
+/// without a valid key the answer is 401, over the key's rate 429, and the
+/// tools read only the key's projects and content types. The keys file is
+/// re-read every `keys_reload` while serving.
 pub async fn serve_http(
     server: WeftMcp,
     listener: tokio::net::TcpListener,
     allowed_hosts: &[String],
+    auth: Auth,
+    keys_reload: std::time::Duration,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    let watch = match &auth {
+        Auth::Keys(store) => Some(tokio::spawn(store.clone().watch(keys_reload))),
+        Auth::Open => None,
+    };
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
@@ -744,14 +820,54 @@ pub async fn serve_http(
         LocalSessionManager::default().into(),
         config,
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    axum::serve(listener, router)
+    let router =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(
+                move |mut request: axum::extract::Request, next: axum::middleware::Next| {
+                    let verdict = auth.authorize(&tonic::metadata::MetadataMap::from_headers(
+                        request.headers().clone(),
+                    ));
+                    async move {
+                        match verdict {
+                            Ok(scope) => {
+                                request.extensions_mut().insert(scope);
+                                next.run(request).await
+                            }
+                            Err(status) => refusal(&status),
+                        }
+                    }
+                },
+            ));
+    let served = axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;
             cancel.cancel();
         })
         .await
-        .map_err(|source| ServeError::Http { addr, source })
+        .map_err(|source| ServeError::Http { addr, source });
+    if let Some(watch) = watch {
+        watch.abort();
+    }
+    served
+}
+
+/// The HTTP answer to a request the authentication layer refused.
+fn refusal(status: &tonic::Status) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let code = match status.code() {
+        tonic::Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+        tonic::Code::PermissionDenied => StatusCode::FORBIDDEN,
+        _ => StatusCode::UNAUTHORIZED,
+    };
+    tracing::warn!(code = %code, message = status.message(), "MCP request refused");
+    (
+        code,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        format!("{}\n", status.message()),
+    )
+        .into_response()
 }
 
 #[cfg(test)]
