@@ -10,7 +10,9 @@
 //! — built by the caller; [`serve_stdio`] and [`serve_http`] run it over
 //! stdio or streamable HTTP. A tool that fails answers with an MCP tool
 //! error naming what went wrong; the server keeps running. Nothing but the
-//! protocol is written to stdout.
+//! protocol is written to stdout. Over HTTP, callers are authenticated with
+//! the query API's keys ([`Auth`]) and each reads only its key's
+//! [`Scope`]; every tool argument is held to the query API's bounds.
 
 #![warn(missing_docs)]
 
