@@ -391,17 +391,8 @@ fn scope_of(ctx: &RequestContext<RoleServer>) -> Scope {
             .extensions
             .get::<Scope>()
             .cloned()
-            .unwrap_or_else(|| Scope {
-                key_id: None,
-                projects: Some(Default::default()),
-                content_types: Some(Vec::new()),
-            }),
+            .unwrap_or_else(Scope::nothing),
     }
-}
-
-/// Whether `scope` covers the project `name`.
-fn scope_has_project(scope: &Scope, name: &str) -> bool {
-    scope.projects.as_ref().is_none_or(|p| p.contains(name))
 }
 
 #[tool_router]
@@ -585,7 +576,7 @@ impl WeftMcp {
     ) -> Result<Vec<weft_core::Chunk>, ToolError> {
         let projects: Vec<String> = match project {
             Some(p) => {
-                if !scope_has_project(scope, p) {
+                if !scope.allows_project(p) {
                     return Err(ToolError(format!(
                         "this API key may not read project {p:?}"
                     )));
@@ -599,7 +590,7 @@ impl WeftMcp {
                 .map_err(|e| ToolError(format!("{e}; pass project with the citation")))?
                 .into_iter()
                 .map(|p| p.name)
-                .filter(|name| scope_has_project(scope, name))
+                .filter(|name| scope.allows_project(name))
                 .collect(),
         };
         let mut found = Vec::new();
@@ -680,7 +671,7 @@ impl WeftMcp {
 
     async fn list_projects_tool(&self, scope: &Scope) -> ToolResult {
         let mut projects = self.backend.projects().await?;
-        projects.retain(|p| scope_has_project(scope, &p.name));
+        projects.retain(|p| scope.allows_project(&p.name));
         let mut text = String::new();
         if projects.is_empty() {
             text.push_str("No project is indexed.\n");

@@ -281,11 +281,30 @@ impl Scope {
         }
     }
 
+    /// Nothing: the scope of a caller no authentication let through.
+    pub fn nothing() -> Self {
+        Self {
+            key_id: None,
+            projects: Some(BTreeSet::new()),
+            content_types: Some(Vec::new()),
+        }
+    }
+
+    /// Whether the scope covers the project `name`.
+    pub fn allows_project(&self, name: &str) -> bool {
+        self.projects.as_ref().is_none_or(|p| p.contains(name))
+    }
+
     /// Checks a search's filter against the scope and narrows it to the
     /// scope: no project filter becomes the key's projects. A project or
     /// content type outside the scope is `PERMISSION_DENIED`.
     pub fn restrict(&self, filter: &mut SearchFilter) -> Result<(), Status> {
         if let Some(allowed) = &self.projects {
+            // An empty filter means every project: never the widening of
+            // a scope of none.
+            if allowed.is_empty() {
+                return Err(Status::permission_denied("this caller may read no project"));
+            }
             if filter.projects.is_empty() {
                 filter.projects = allowed.iter().cloned().collect();
             } else if let Some(p) = filter.projects.iter().find(|p| !allowed.contains(*p)) {
@@ -308,9 +327,7 @@ impl Scope {
 
     /// Whether the scope covers `chunk`.
     pub fn allows(&self, chunk: &Chunk) -> bool {
-        self.projects
-            .as_ref()
-            .is_none_or(|p| p.contains(&chunk.project))
+        self.allows_project(&chunk.project)
             && self
                 .content_types
                 .as_ref()
@@ -629,6 +646,20 @@ pub fn from_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nothing_covers_no_project_and_everything_every_project() {
+        assert!(!Scope::nothing().allows_project("demo"));
+        assert!(Scope::everything().allows_project("demo"));
+        let mut filter = SearchFilter::default();
+        assert_eq!(
+            Scope::nothing().restrict(&mut filter).unwrap_err().code(),
+            tonic::Code::PermissionDenied
+        );
+        let chunk = weft_core::retrieval::example_chunks().remove(0);
+        assert!(!Scope::nothing().allows(&chunk));
+        assert!(Scope::everything().allows(&chunk));
+    }
 
     fn store_with(
         entries: Vec<KeyEntry>,
