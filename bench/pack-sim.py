@@ -3,7 +3,7 @@
 compare packing orders without rebuilding weft (bench/RESULTS.md, "Answer in
 context, every hit whole and its neighbours after").
 
-    python3 bench/pack-sim.py FILE
+    python3 bench/pack-sim.py FILE [CORPUS_ROOT]
 
 A re-implementation of crates/core/src/retrieval/pack.rs's hits-first pass 1
 (each matched chunk with the rest of its split unit, "X (Part i/n)", whole or
@@ -11,7 +11,10 @@ not at all, by relevance / tokens^e) and pass 2 (neighbours by score), with
 an approximate token count (content chars/4 plus an estimated header): its
 answer-in-context figures are a little under the packer's. It prints the
 packer's own figures from FILE ("real"), then each relevance aggregate (best
-score, noisy-or, root of squares, sum of a group's hit scores) and exponent.
+score, noisy-or, root of squares, sum of a group's hit scores) and exponent,
+then the best 1 or 2 units packed first whatever their size. With
+CORPUS_ROOT (the corpus as indexed, e.g. ~/.cache/weft-eval/masked/nodejs-18-api)
+it first prints the targets' sizes.
 """
 import json, sys, re, math, collections
 PART = re.compile(r'^(.*) \(Part (\d+)/(\d+)\)$')
@@ -49,14 +52,21 @@ def rel(s, a, b, agg):
         return 1 - p
     if agg == 'sum': return sum(sc)
     if agg == 'sqrt': return math.sqrt(sum(x*x for x in sc))
-def pack(q, budget, agg='max', exp=0.25, dedup_scope=False):
-    items = []
+def pack(q, budget, agg='max', exp=0.25, first=0):
+    """Pass 1 by relevance / tokens^exp, after the `first` most relevant
+    units whatever their size; then pass 2."""
+    items, raw = [], {}
     for di, d in enumerate(q['documents']):
         for si, s in enumerate(d['spans']):
             for a, b in cores(s):
                 c = cost(d, s, a, b)
-                items.append((rel(s, a, b, agg) / c ** exp, di, si, a, b))
+                r = rel(s, a, b, agg)
+                raw[(di, si, a, b)] = r
+                items.append((r / c ** exp, di, si, a, b))
     items.sort(key=lambda x: (-x[0], x[1], x[2], x[3]))
+    if first:
+        top = sorted(items, key=lambda x: (-raw[x[1:]], x[1], x[2], x[3]))[:first]
+        items = top + [x for x in items if x not in top]
     chosen = collections.defaultdict(list)  # (di,si) -> ranges
     rem = budget
     def tot(d, s, rs): return sum(cost(d, s, a, b) for a, b in rs)
@@ -103,8 +113,30 @@ def real_aic(q, budget):
         for cit, tok in p['spans']:
             u, _, r = cit.rpartition('#L'); a, _, b = r.partition('-L'); sp.append((u, int(a), int(b or a)))
         return aic(q, sp), p['used']
+def target_sizes(qs, root):
+    """Each target's own lines at chars/4 (the corpus as indexed under
+    ROOT), and how many queries have a top-10 hit on a target that fits."""
+    import os
+    sizes, fits = [], 0
+    for q in qs:
+        uri, start, end = q['targets'][0]
+        with open(os.path.join(root, uri), encoding='utf-8') as f:
+            text = '\n'.join(f.read().split('\n')[start - 1:end])
+        tokens = (len(text) + 3) // 4
+        sizes.append(tokens)
+        hit = any(match(d['uri'], uri) and c['matched'] and c['lines'][0] <= end and c['lines'][1] >= start
+                  for d in q['documents'] for s in d['spans'] for c in s['chunks'])
+        fits += hit and tokens <= 1900
+    sizes.sort()
+    n = len(sizes)
+    print(f'targets: median {sizes[n // 2]} tokens, p90 {sizes[int(n * 0.9)]}; '
+          f'over 1,000: {sum(t > 1000 for t in sizes)}, over 2,000: {sum(t > 2000 for t in sizes)}; '
+          f'top-10 hit on a target of <= 1,900 tokens: {fits} ({fits / n:.3f})')
+
 if __name__ == '__main__':
     qs = load(sys.argv[1])
+    if len(sys.argv) > 2:
+        target_sizes(qs, sys.argv[2])
     budgets = [1000, 2000, 4000]
     line = []
     for b in budgets:
@@ -118,3 +150,8 @@ if __name__ == '__main__':
                 r = [pack(q, b, agg, exp) for q in qs]
                 line.append(f"{b}: {sum(aic(q, x[0]) for q, x in zip(qs, r))/len(qs):.3f}/{sum(x[1] for x in r)/len(qs):.0f}")
             print(f'{agg:5} {exp:4}  ', ' | '.join(line))
+    for first in [1, 2]:
+        for exp in [0.25, 0.5]:
+            r = [pack(q, 2000, 'max', exp, first) for q in qs]
+            print(f'best {first} first, then e={exp}: 2000: '
+                  f'{sum(aic(q, x[0]) for q, x in zip(qs, r))/len(qs):.3f}/{sum(x[1] for x in r)/len(qs):.0f}')
