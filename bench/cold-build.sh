@@ -40,15 +40,5 @@ rm -rf "$src"
 grep -E "User time|System time|Elapsed|Maximum resident" "$out/time.txt"
 awk '{s += $2; n++} END {if (n) printf "mean load (1 min) during the build: %.1f\n", s / n}' "$out/load.txt"
 du -sh "$dir"
-python3 - "$out" <<'PY'
-import glob, json, re, sys
-report = glob.glob(sys.argv[1] + "/cargo-timings/cargo-timing-*.html")
-if report:
-    text = open(report[0]).read()
-    units = json.loads(re.search(r"const UNIT_DATA = (\[.*?\]);\n", text, re.S).group(1))
-    units.sort(key=lambda u: -u["duration"])
-    print(f"{len(units)} units; slowest (wall seconds, under the load above):")
-    for u in units[:15]:
-        print(f"{u['duration']:8.1f}  {u['name']} {u['version']} {u.get('target', '')}")
-PY
+python3 "$repo/bench/cold-units.py" "$out"
 exit $rc
