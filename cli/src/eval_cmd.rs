@@ -245,6 +245,7 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
                 } else {
                     Vec::new()
                 },
+                pack_limit: None,
                 pack_strategy: args.pack_strategy.into(),
             };
             let result = weft_eval::run_queries(&engine, queries, &options, || bar.inc(1)).await;

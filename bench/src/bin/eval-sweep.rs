@@ -65,6 +65,11 @@ struct Args {
     /// context and tokens per budget, then unpacked (as `weft eval --pack`).
     #[arg(long, value_delimiter = ',')]
     pack: Vec<usize>,
+    /// With --pack: the `limit` of the search told its budget, which keeps
+    /// twice as many hits (default 10: 20 hits, as `weft search
+    /// --max-tokens`). For sweeps of how deep the packer reads.
+    #[arg(long, value_name = "N")]
+    pack_limit: Option<usize>,
     /// Write, per setting and query, the expanded response's spans (chunk
     /// index, section, lines, matched, score) and the target, one JSON
     /// object per line: for reading why a hit's target is not in context.
@@ -166,6 +171,7 @@ fn main() -> anyhow::Result<()> {
             expansion_off: true,
             expansion_on: true,
             pack_budgets: args.pack.clone(),
+            pack_limit: args.pack_limit,
             pack_strategy: Default::default(),
         };
         let started = std::time::Instant::now();
@@ -190,9 +196,7 @@ fn main() -> anyhow::Result<()> {
                 writeln!(out, "{line}")?;
             }
         }
-        if let Some(path) = &args.dump_spans {
-            dump_spans(path, name, &runtime, &engine, &project, queries, &args.pack)?;
-        }
+        dump_spans(&args, name, &runtime, &engine, &project, queries)?;
         eprintln!("{name}: {:.1}s", started.elapsed().as_secs_f64());
         rows.push((name.clone(), *mode, a));
     }
@@ -271,15 +275,18 @@ fn main() -> anyhow::Result<()> {
 /// Writes every query's expanded response as spans of chunks, with its
 /// target (`--dump-spans`), appending to `path` after the first setting.
 fn dump_spans(
-    path: &std::path::Path,
+    args: &Args,
     setting: &str,
     runtime: &tokio::runtime::Runtime,
     engine: &QueryEngine,
     project: &str,
     queries: &[weft_eval::EvalQuery],
-    budgets: &[usize],
 ) -> anyhow::Result<()> {
     use weft_core::query::SearchRequest;
+    let Some(path) = args.dump_spans.as_deref() else {
+        return Ok(());
+    };
+    let (budgets, limit) = (&args.pack, args.pack_limit.unwrap_or(10));
     use weft_core::retrieval::SearchFilter;
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -294,7 +301,7 @@ fn dump_spans(
                 projects: vec![project.to_owned()],
                 ..SearchFilter::default()
             },
-            limit: 10,
+            limit,
             expand: true,
             max_tokens: budgets.iter().max().copied(),
             ..Default::default()

@@ -57,6 +57,9 @@ pub struct RunOptions {
     /// Pack each expanded response into these token budgets (empty: no
     /// packing measured). Needs `expansion_on`.
     pub pack_budgets: Vec<usize>,
+    /// The `limit` of the search told its budget (which keeps twice as many
+    /// hits); `None`: `limit`. For sweeps of the packer's depth.
+    pub pack_limit: Option<usize>,
     /// How to pack.
     pub pack_strategy: PackStrategy,
 }
@@ -81,7 +84,10 @@ pub async fn run_queries(
                 .search(&SearchRequest {
                     query: query.query.clone(),
                     filter: filter.clone(),
-                    limit: options.limit,
+                    limit: match max_tokens {
+                        Some(_) => options.pack_limit.unwrap_or(options.limit),
+                        None => options.limit,
+                    },
                     mode: options.mode,
                     expand,
                     // A configured reranker is part of what is measured.
