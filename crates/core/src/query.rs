@@ -112,10 +112,11 @@ pub struct QueryEngine {
 const CANDIDATES_PER_HIT: usize = 4;
 
 /// The hits a search keeps: `limit`, or for one told its budget twice as
-/// many (at most 50 more), for the packer to fill the budget from. Measured
-/// on the eval sets (bench/RESULTS.md): 10 → 20 hits raise answer in
-/// context at 2k tokens by 0.4–0.8 points and at 4k by 1.5–5 points; deeper
-/// lists let small low-ranked hits take the budget from better ones.
+/// many (at most 50 more), for the packer to fill the budget from (and a
+/// configured reranker to order). Measured on the eval sets
+/// (bench/RESULTS.md): 10 → 20 hits raise answer in context at 2k tokens by
+/// 0.4–1.4 points and at 4k by 1.5–4.6 points; deeper lists let small
+/// low-ranked hits take the budget from better ones.
 fn hits_kept(request: &SearchRequest) -> usize {
     let limit = request.limit.max(1);
     match request.max_tokens {
