@@ -50,10 +50,7 @@ enum Command {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("WEFT_LOG")
-                .unwrap_or_else(|_| "warn,qdrant_edge=error".into()),
-        )
+        .with_env_filter(weft_telemetry::log_filter("warn"))
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();

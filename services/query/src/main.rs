@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     weft_service::run_with(
         "weft-query",
-        "info,qdrant_edge=error",
+        "info",
         &args.config,
         |config| args.nats.apply(config),
         |service| async move {

@@ -108,11 +108,7 @@ impl QdrantVectorIndex {
             url: url.to_owned(),
             source,
         };
-        let client = Qdrant::from_url(url)
-            .api_key(api_key)
-            .timeout(std::time::Duration::from_secs(60))
-            .build()
-            .map_err(|e| connect_error(e.into()))?;
+        let client = admin_client(url, api_key)?;
         let index = Self {
             client: std::sync::Arc::new(client),
             collection: collection.to_owned(),
@@ -412,11 +408,15 @@ fn decode(
     })
 }
 
-/// A client for collection-level calls.
+/// A client of the server at `url`. The client's own version check is
+/// skipped: it blocks on a health check in a thread of its own at every
+/// build and prints to stdout (which is `weft … --json`'s output); an
+/// unreachable or refusing server is the first call's error, named.
 fn admin_client(url: &str, api_key: Option<String>) -> Result<Qdrant, QdrantIndexError> {
     Qdrant::from_url(url)
         .api_key(api_key)
         .timeout(std::time::Duration::from_secs(60))
+        .skip_compatibility_check()
         .build()
         .map_err(|e| QdrantIndexError::Connect {
             url: url.to_owned(),
