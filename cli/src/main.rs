@@ -49,10 +49,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(weft_telemetry::log_filter("warn"))
-        .with_writer(std::io::stderr)
-        .init();
+    weft_telemetry::init_logging("warn");
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Chunk(args) => chunk_cmd::run(cli.config.as_deref(), args),

@@ -26,6 +26,9 @@ use weft_core::retrieval::RetrievalConfig;
 use weft_eval::{Aggregate, CachingEmbedder, RunOptions, Variant};
 use weft_pipeline::DataDir;
 
+/// Hits per query, as in the metric definitions (R@10, nDCG@10).
+const LIMIT: usize = 10;
+
 #[derive(Parser)]
 #[command(about = "Compare retrieval settings on labelled queries (embedding each query once)")]
 struct Args {
@@ -167,7 +170,7 @@ fn main() -> anyhow::Result<()> {
         let options = RunOptions {
             project: project.clone(),
             mode: *mode,
-            limit: 10,
+            limit: LIMIT,
             expansion_off: true,
             expansion_on: true,
             pack_budgets: args.pack.clone(),
@@ -283,11 +286,11 @@ fn dump_spans(
     queries: &[weft_eval::EvalQuery],
 ) -> anyhow::Result<()> {
     use weft_core::query::SearchRequest;
+    use weft_core::retrieval::SearchFilter;
     let Some(path) = args.dump_spans.as_deref() else {
         return Ok(());
     };
-    let (budgets, limit) = (&args.pack, args.pack_limit.unwrap_or(10));
-    use weft_core::retrieval::SearchFilter;
+    let (budgets, limit) = (&args.pack, args.pack_limit.unwrap_or(LIMIT));
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

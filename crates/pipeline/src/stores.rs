@@ -444,27 +444,12 @@ mod tests {
         .await
         .err()
         .expect("nothing listens on port 9");
-        // As `weft` prints it (`{:#}`: each cause after a colon): the
-        // server's answer once, not again as the cause of itself.
-        let message = error_chain(&error);
-        assert_eq!(
-            message.matches("open index for search").count(),
-            1,
-            "{message}"
-        );
+        // The server's answer is in the message, and not again as its
+        // cause (`weft` prints each cause after the message).
+        let message = error.to_string();
+        assert!(message.contains("open index for search"), "{message}");
+        assert!(std::error::Error::source(&error).is_none(), "{message}");
         let path = std::env::var("PATH").unwrap();
         assert!(!message.contains(&path), "{message}");
-    }
-
-    /// An error and its causes, joined as anyhow's `{:#}` joins them.
-    fn error_chain(error: &dyn std::error::Error) -> String {
-        let mut out = error.to_string();
-        let mut cause = error.source();
-        while let Some(c) = cause {
-            out.push_str(": ");
-            out.push_str(&c.to_string());
-            cause = c.source();
-        }
-        out
     }
 }

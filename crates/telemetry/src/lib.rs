@@ -206,12 +206,13 @@ pub const QUIET_DEPENDENCIES: &str = "qdrant_edge=error,meilisearch_sdk=error";
 
 /// The log filter: `WEFT_LOG` when set, else `default_filter` (e.g. `info`,
 /// or `warn,weft_crawler=info`) followed by [`QUIET_DEPENDENCIES`].
-pub fn log_filter(default_filter: &str) -> tracing_subscriber::EnvFilter {
+fn log_filter(default_filter: &str) -> tracing_subscriber::EnvFilter {
     tracing_subscriber::EnvFilter::try_from_env("WEFT_LOG")
         .unwrap_or_else(|_| format!("{default_filter},{QUIET_DEPENDENCIES}").into())
 }
 
-/// Logs to stderr, filtered by [`log_filter`] (default `info` for services).
+/// Logs to stderr, filtered by `WEFT_LOG` when set, else by `default_filter`
+/// (`warn` for `weft`, `info` for services) and [`QUIET_DEPENDENCIES`].
 pub fn init_logging(default_filter: &str) {
     let filter = log_filter(default_filter);
     // A second initialisation (tests) keeps the first subscriber.
