@@ -22,6 +22,9 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
+step "each binary links only what its job needs (DESIGN §2)"
+bench/binary-deps.sh
+
 step "nats-server (JetStream) for the distributed-pipeline tests"
 if ! command -v nats-server >/dev/null && [ ! -x /usr/sbin/nats-server ]; then
   if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use weft_chunking::{ChunkedDocument, Chunker};
 use weft_core::{Chunk, ContentType};
-use weft_pipeline::sources::{DirSelection, SourceSpec, walk_dir};
+use weft_sources::{DirSelection, SourceSpec, walk_dir};
 
 /// Arguments of `weft chunk`.
 #[derive(Debug, Args)]

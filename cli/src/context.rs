@@ -1,16 +1,17 @@
 //! What every command needs: the configuration and where the data and the
 //! model are (flag → environment → weft.toml → default), and the stores and
-//! engine built from them by `weft_pipeline::wiring` — the same wiring the
+//! engine built from them by `weft_wiring::` — the same wiring the
 //! services use — with the command line's hints added to its errors.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
+use weft_config::Locations;
 use weft_config::WeftConfig;
 use weft_core::ports::Embedder;
-use weft_pipeline::wiring::{self, Load, QueryEmbedder, QueryStack};
-use weft_pipeline::{DataDir, DataDirError, Locations, Stores, WiringError};
+use weft_wiring::{self as wiring, Load, QueryEmbedder, QueryStack};
+use weft_wiring::{DataDir, DataDirError, Stores, WiringError};
 
 /// Where the index and the model are.
 #[derive(Debug, Clone, Args)]
@@ -42,7 +43,7 @@ impl Context {
 
     /// The data directory.
     pub fn data_dir(&self) -> DataDir {
-        self.locations.data()
+        weft_wiring::DataDir::new(&self.locations.data_dir)
     }
 
     /// Opens (or creates) the stores for indexing — the indexes `[stores]`
@@ -79,9 +80,9 @@ impl Context {
     }
 
     /// An index run's error, with what to do on the command line.
-    pub fn run_hint(&self, error: weft_pipeline::RunError) -> anyhow::Error {
+    pub fn run_hint(&self, error: weft_index::RunError) -> anyhow::Error {
         match error {
-            weft_pipeline::RunError::Wiring(e) => self.hint(e, false),
+            weft_index::RunError::Wiring(e) => self.hint(e, false),
             other => other.into(),
         }
     }

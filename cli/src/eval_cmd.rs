@@ -15,8 +15,8 @@ use serde_json::json;
 use weft_core::ports::Embedder;
 use weft_core::query::SearchMode;
 use weft_eval::{Aggregate, ContextStats, Report, RunOptions, Variant};
-use weft_pipeline::sources::SourceSpec;
-use weft_pipeline::{IndexOptions, Indexer};
+use weft_index::{IndexOptions, Indexer};
+use weft_sources::SourceSpec;
 
 use crate::context::{Context, StoreArgs};
 
@@ -129,7 +129,7 @@ const LIMIT: usize = 10;
 
 /// The evaluation data directory when none is given.
 fn default_eval_dir() -> PathBuf {
-    weft_pipeline::default_data_dir().with_file_name("weft-eval")
+    weft_config::default_data_dir().with_file_name("weft-eval")
 }
 
 pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCode> {
@@ -225,7 +225,7 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
             SearchMode::Text => None,
             _ => Some(embedder),
         };
-        let engine = weft_pipeline::wiring::query_engine(
+        let engine = weft_wiring::query_engine(
             &ctx.config,
             stores.vectors.clone(),
             stores.text.clone(),

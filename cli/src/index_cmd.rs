@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use weft_pipeline::sources::SourceSpec;
-use weft_pipeline::{GenerationOutcome, IndexSummary, RunOptions, RunSource, index_sources};
+use weft_index::{GenerationOutcome, IndexSummary, RunOptions, RunSource, index_sources};
+use weft_sources::SourceSpec;
 
 use crate::context::{Context, StoreArgs};
 
@@ -90,7 +90,7 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
             .failed
             .iter()
             .map(|(source, e)| {
-                let error = error_chain(e);
+                let error = weft_core::error_chain(e);
                 serde_json::json!({"source": source, "error": error})
             })
             .collect();
@@ -118,18 +118,6 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
             ExitCode::FAILURE
         })
     })
-}
-
-/// An error and its causes on one line, as `{:#}` prints an anyhow error.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        cause = e.source();
-    }
-    text
 }
 
 fn print_generation(g: &GenerationOutcome) {

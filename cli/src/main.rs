@@ -51,6 +51,13 @@ enum Command {
 fn main() -> ExitCode {
     weft_telemetry::init_logging("warn");
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_) | Command::Mcp(_)) {
+        // `weft … | head`: a closed stdout ends the command quietly, as it
+        // ends any Unix filter, instead of a panic at the next print. The
+        // servers keep Rust's default (a peer's closed socket is an error
+        // to handle, not a reason to die).
+        stdout_closed_ends_quietly();
+    }
     let result = match &cli.command {
         Command::Chunk(args) => chunk_cmd::run(cli.config.as_deref(), args),
         Command::Index(args) => index_cmd::run(cli.config.as_deref(), args),
@@ -72,8 +79,19 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("weft: {error:#}");
+            eprintln!("weft: {}", weft_core::error_chain(error.as_ref()));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Restores the default action of SIGPIPE (Rust ignores it, so that a write
+/// to a closed pipe returns an error, which `println!` turns into a panic).
+fn stdout_closed_ends_quietly() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default before any
+    // other thread exists; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

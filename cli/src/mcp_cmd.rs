@@ -9,13 +9,13 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use async_trait::async_trait;
 use clap::Args;
+use weft_index::{RunOptions, RunSource};
 use weft_mcp::{
     Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, IndexRunner, McpOptions,
     PartsProvider, WeftMcp,
 };
-use weft_pipeline::sources::SourceSpec;
-use weft_pipeline::wiring::LiveQuery;
-use weft_pipeline::{RunOptions, RunSource};
+use weft_sources::SourceSpec;
+use weft_wiring::LiveQuery;
 
 use crate::context::{Context, StoreArgs};
 
@@ -116,10 +116,10 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
                 // As `weft serve`: on loopback without a keys file open, else
                 // the keys of query.api_keys_file (or query.auth = "none").
                 let config = weft_config::load(config_file)?.config;
-                let auth = weft_server::auth::from_config(
+                let auth = weft_grpc::auth::from_config(
                     &config.query,
                     addr,
-                    weft_server::auth::AuthDefault::OpenOnLoopback,
+                    weft_grpc::auth::AuthDefault::OpenOnLoopback,
                 )
                 .map_err(|e| anyhow::anyhow!("--http {addr}: {e}"))?;
                 let listener = tokio::net::TcpListener::bind(addr)
@@ -156,7 +156,7 @@ struct LocalIndex {
 
 impl LocalIndex {
     fn set(&self, live: LiveQuery) {
-        let follow = Arc::new(live.follow(weft_server::FOLLOW_EVERY));
+        let follow = Arc::new(live.follow(weft_grpc::FOLLOW_EVERY));
         *self.live.write().unwrap_or_else(|p| p.into_inner()) = Some((live, follow));
     }
 
@@ -219,7 +219,7 @@ impl IndexRunner for CliIndexer {
         reindex: bool,
     ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>> {
         let spec = SourceSpec::parse(source)?;
-        let outcome = weft_pipeline::index_sources(
+        let outcome = weft_index::index_sources(
             &self.ctx.config,
             &self.ctx.locations,
             vec![RunSource {

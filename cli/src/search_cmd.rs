@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use weft_core::ContentType;
 use weft_core::query::{SearchMode, SearchRequest, SearchResponse};
 use weft_core::retrieval::SearchFilter;
-use weft_pipeline::wiring::QueryEmbedder;
+use weft_wiring::QueryEmbedder;
 
 use crate::context::{Context, StoreArgs};
 

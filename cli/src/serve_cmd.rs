@@ -28,15 +28,15 @@ pub fn run(config_file: Option<&std::path::Path>, args: &ServeArgs) -> anyhow::R
             let bound = weft_telemetry::serve_metrics(addr).await?;
             eprintln!("metrics on http://{bound}/metrics");
         }
-        weft_server::run(
+        weft_grpc::run(
             &ctx.config,
             &ctx.locations,
             &listen,
             // On loopback without a keys file: open (a laptop); elsewhere
             // keys or an explicit query.auth = "none".
-            weft_server::auth::AuthDefault::OpenOnLoopback,
+            weft_grpc::auth::AuthDefault::OpenOnLoopback,
             // `weft index` switches generations in the data directory.
-            async { Ok(weft_pipeline::wiring::LiveSource::DataDir) },
+            async { Ok(weft_wiring::LiveSource::DataDir) },
             |addr| {
                 println!("listening on {addr}");
                 eprintln!(

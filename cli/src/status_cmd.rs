@@ -9,7 +9,7 @@ use clap::Args;
 use serde_json::json;
 
 use weft_core::ports::Catalog;
-use weft_pipeline::wiring::QueryEmbedder;
+use weft_wiring::QueryEmbedder;
 
 use crate::context::{Context, StoreArgs};
 

@@ -3,7 +3,6 @@
 
 #![warn(missing_docs)]
 
-pub mod k8s;
 pub mod otlp;
 
 use std::io::{BufRead, BufReader};
@@ -34,7 +33,7 @@ pub fn bin(name: &str) -> PathBuf {
 pub fn model_dir() -> PathBuf {
     std::env::var_os("WEFT_MODEL_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(weft_pipeline::default_model_dir)
+        .unwrap_or_else(weft_config::default_model_dir)
 }
 
 /// A running service process, killed when dropped.

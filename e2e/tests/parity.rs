@@ -107,7 +107,7 @@ struct Snapshot {
 /// What `data`'s vector and text indexes hold of the project, as the
 /// catalog records it: `catalog`, or else the data directory's own.
 async fn snapshot(catalog: Option<&dyn Catalog>, data: &Path) -> Snapshot {
-    let stores = weft_pipeline::DataDir::new(data).open_existing().unwrap();
+    let stores = weft_wiring::DataDir::new(data).open_existing().unwrap();
     let catalog = catalog.unwrap_or(stores.catalog.as_ref());
     let records: Vec<DocumentRecord> = catalog.documents(Some(PROJECT)).await.unwrap();
     let mut chunks = BTreeMap::new();

@@ -52,8 +52,8 @@ fn write_tree(root: &Path, files: usize) {
 fn expected_chunks(root: &Path) -> BTreeMap<DocumentId, u32> {
     let chunker = weft_chunking::Chunker::new(Default::default()).unwrap();
     let selection =
-        weft_pipeline::sources::DirSelection::new(&weft_config::SourcesConfig::default()).unwrap();
-    weft_pipeline::sources::walk_dir(root, &selection)
+        weft_sources::DirSelection::new(&weft_config::SourcesConfig::default()).unwrap();
+    weft_sources::walk_dir(root, &selection)
         .files
         .into_iter()
         .map(|(uri, path)| {
@@ -103,7 +103,7 @@ impl Pipeline {
 /// Counts the chunks in the data directory (the embedder must be stopped)
 /// and checks that each expected chunk is there, once.
 async fn check_stores(data: &Path, expected: &BTreeMap<DocumentId, u32>) {
-    let stores = weft_pipeline::DataDir::new(data).open_existing().unwrap();
+    let stores = weft_wiring::DataDir::new(data).open_existing().unwrap();
     let total: u64 = expected.values().map(|&n| n as u64).sum();
     assert_eq!(
         stores.vectors.count().await.unwrap(),
@@ -327,7 +327,7 @@ async fn crawl_chunk_embed_query_with_crashes_changes_and_poison() {
         expected.len()
     );
     {
-        let stores = weft_pipeline::DataDir::new(data.path())
+        let stores = weft_wiring::DataDir::new(data.path())
             .open_existing()
             .unwrap();
         let id = DocumentId::new(PROJECT, "docs/rate-limiter.md");

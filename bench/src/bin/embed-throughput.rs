@@ -18,7 +18,7 @@ use std::time::Instant;
 use clap::Parser;
 use weft_bench::read_corpus;
 use weft_chunking::{Chunker, ChunkingConfig};
-use weft_embed_candle::{DEFAULT_MAX_TOKENS, LocalEmbedder, padded_tokens};
+use weft_embed_local::{DEFAULT_MAX_TOKENS, LocalEmbedder, padded_tokens};
 
 #[derive(Parser)]
 #[command(about = "Local embedding throughput (chunks/s, tokens/s, GFLOP/s) on real chunks")]

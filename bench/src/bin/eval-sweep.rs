@@ -24,7 +24,7 @@ use weft_core::ports::Embedder;
 use weft_core::query::{QueryEngine, SearchMode};
 use weft_core::retrieval::RetrievalConfig;
 use weft_eval::{Aggregate, CachingEmbedder, RunOptions, Variant};
-use weft_pipeline::DataDir;
+use weft_wiring::DataDir;
 
 /// Hits per query, as in the metric definitions (R@10, nDCG@10).
 const LIMIT: usize = 10;
@@ -140,8 +140,8 @@ fn main() -> anyhow::Result<()> {
     let model_dir = args
         .model_dir
         .clone()
-        .unwrap_or_else(weft_pipeline::default_model_dir);
-    let model = weft_embed_candle::LocalEmbedder::load(&model_dir, 256)?;
+        .unwrap_or_else(weft_config::default_model_dir);
+    let model = weft_embed_local::LocalEmbedder::load(&model_dir, 256)?;
     let embedder: Arc<dyn Embedder> = Arc::new(CachingEmbedder::new(Arc::new(model)));
 
     let base = RetrievalConfig::default();

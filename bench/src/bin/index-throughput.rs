@@ -20,8 +20,9 @@ use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use indicatif::ProgressBar;
 use weft_core::ports::Embedder;
-use weft_pipeline::sources::{DirSelection, SourceSpec, walk_dir};
-use weft_pipeline::{DataDir, IndexOptions, IndexSummary, Indexer};
+use weft_index::{IndexOptions, IndexSummary, Indexer};
+use weft_sources::{DirSelection, SourceSpec, walk_dir};
+use weft_wiring::DataDir;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -112,9 +113,9 @@ fn main() -> anyhow::Result<()> {
             let dir = args
                 .model_dir
                 .clone()
-                .unwrap_or_else(weft_pipeline::default_model_dir);
+                .unwrap_or_else(weft_config::default_model_dir);
             Arc::new(
-                weft_embed_candle::LocalEmbedder::load(&dir, config.embedding.max_tokens)
+                weft_embed_local::LocalEmbedder::load(&dir, config.embedding.max_tokens)
                     .with_context(|| format!("loading the model from {}", dir.display()))?,
             )
         }

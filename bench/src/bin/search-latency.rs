@@ -23,7 +23,7 @@ use weft_bench::percentile;
 use weft_core::ports::Embedder;
 use weft_core::query::{QueryEngine, SearchMode, SearchRequest};
 use weft_core::retrieval::{ApproxTokenCounter, PackOptions, RetrievalConfig, SearchFilter, pack};
-use weft_pipeline::DataDir;
+use weft_wiring::DataDir;
 
 #[derive(Parser)]
 struct Args {
@@ -79,10 +79,10 @@ fn main() -> anyhow::Result<()> {
     let model_dir = args
         .model_dir
         .clone()
-        .unwrap_or_else(weft_pipeline::default_model_dir);
+        .unwrap_or_else(weft_config::default_model_dir);
     let embedder: Option<Arc<dyn Embedder>> = match args.mode {
         SearchMode::Text => None,
-        _ => Some(Arc::new(weft_embed_candle::LocalEmbedder::load(
+        _ => Some(Arc::new(weft_embed_local::LocalEmbedder::load(
             &model_dir, 256,
         )?)),
     };

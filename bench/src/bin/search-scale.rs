@@ -26,7 +26,7 @@ use weft_core::ports::{Embedder, PortResult, VectorIndex};
 use weft_core::query::{QueryEngine, SearchMode, SearchRequest};
 use weft_core::retrieval::{RetrievalConfig, ScoredChunk, SearchFilter};
 use weft_core::{Chunk, ChunkId, ContentType, DocumentId, EMBEDDING_FORMAT, content_hash};
-use weft_pipeline::DataDir;
+use weft_wiring::DataDir;
 
 const DIM: usize = 384;
 const CHUNKS_PER_DOC: u32 = 20;

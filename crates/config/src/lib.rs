@@ -33,6 +33,8 @@ pub use chunking::{
 
 mod cidr;
 pub use cidr::Cidr;
+mod locations;
+pub use locations::{Locations, default_data_dir, default_model_dir};
 
 /// The file looked for in the current directory when none is given.
 pub const DEFAULT_FILE: &str = "weft.toml";
@@ -672,7 +674,7 @@ impl EmbeddingConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EmbeddingProvider {
-    /// The local model, in-process (candle).
+    /// The local model, in-process (ONNX Runtime, `weft-embed-local`).
     #[default]
     Local,
     /// An OpenAI-compatible embeddings API.

@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 mod chunk;
+mod error_chain;
 pub mod generations;
 mod ids;
 pub mod invariants;
@@ -32,6 +33,7 @@ pub use chunk::{
     Chunk, ContentType, EMBEDDING_FORMAT, IndexIdentity, ParseContentTypeError, ParseIdentityError,
     content_hash, embedding_key, split_camel_case,
 };
+pub use error_chain::error_chain;
 pub use ids::{
     ChunkId, DocumentId, MAX_PROJECT_CHARS, MAX_URI_BYTES, canonical_uri, control_character,
     project_problem, uri_problem,

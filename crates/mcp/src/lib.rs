@@ -39,11 +39,11 @@ use weft_core::retrieval::{
     SearchFilter, expand_context, pack,
 };
 use weft_core::{ChunkId, ContentType, DocumentId};
+pub use weft_grpc::auth::{Auth, Scope};
 use weft_proto::query::{
     MAX_FILTER_VALUE_CHARS, MAX_FILTER_VALUES, MAX_PATH_PREFIX_BYTES, RequestBounds,
 };
 use weft_proto::v1;
-pub use weft_server::auth::{Auth, Scope};
 
 pub use backend::{
     Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, MAX_DOCUMENT_CHUNKS,

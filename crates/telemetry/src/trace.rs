@@ -167,7 +167,7 @@ pub fn init_tracing(service: &'static str) -> Result<Tracing, TracingError> {
     };
     use opentelemetry_otlp::{Protocol, WithExportConfig as _};
     // The exporter's reqwest client takes the process's TLS provider.
-    weft_http::install_crypto_provider();
+    weft_http_client::install_crypto_provider();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)

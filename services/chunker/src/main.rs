@@ -12,14 +12,14 @@ use clap::Parser;
 #[command(name = "weft-chunker", version)]
 struct Args {
     #[command(flatten)]
-    config: weft_service::ConfigArgs,
+    config: weft_startup::ConfigArgs,
     #[command(flatten)]
-    nats: weft_service::NatsArgs,
+    nats: weft_startup::NatsArgs,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    weft_service::run_with(
+    weft_startup::run_with(
         "weft-chunker",
         "info",
         &args.config,

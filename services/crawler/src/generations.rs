@@ -11,11 +11,12 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use weft_config::Locations;
 use weft_config::WeftConfig;
 use weft_core::generations::{Generation, GenerationState, Generations, now_secs};
 use weft_core::ports::{Catalog, GenerationRegistry};
 use weft_nats::{Jet, NatsCatalog};
-use weft_pipeline::{Locations, StoreAccess};
+use weft_wiring::StoreAccess;
 
 use crate::CrawlError;
 
@@ -45,13 +46,61 @@ pub struct GenerationStatus {
     pub counts: Option<Counts>,
 }
 
+/// Every generation with what it holds: what `generations list` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct GenerationList {
+    /// The live generation.
+    pub live: Option<u32>,
+    /// Every generation of the record.
+    pub generations: Vec<GenerationStatus>,
+}
+
+impl std::fmt::Display for GenerationList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for s in &self.generations {
+            let generation = &s.generation;
+            let counts = s
+                .counts
+                .map(|c| {
+                    let indexed = c
+                        .indexed
+                        .map(|(v, t)| format!(", indexes {v}/{t}"))
+                        .unwrap_or_default();
+                    format!(
+                        "; {} documents, {} chunks{indexed}; queued {} documents, {} batches",
+                        c.documents, c.catalog_chunks, c.queued.0, c.queued.1
+                    )
+                })
+                .unwrap_or_default();
+            let expected = generation
+                .expected_documents
+                .map(|e| format!(" (of {e} expected)"))
+                .unwrap_or_default();
+            writeln!(
+                f,
+                "{:>4}  {:<8} {}{counts}{expected}",
+                generation.number,
+                generation.state.to_string(),
+                generation.model.as_deref().unwrap_or("-"),
+            )?;
+        }
+        if self.generations.is_empty() {
+            writeln!(
+                f,
+                "no generations recorded: generation 0 (the unnumbered stores) is live"
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// Counts generations, keeping each generation's indexes open between
 /// counts (a rebuild polls for minutes or hours).
 pub struct Counter<'a> {
     jet: &'a Jet,
     config: &'a WeftConfig,
     locations: &'a Locations,
-    open: std::collections::HashMap<u32, weft_pipeline::IndexStores>,
+    open: std::collections::HashMap<u32, weft_wiring::IndexStores>,
 }
 
 impl<'a> Counter<'a> {
@@ -97,7 +146,7 @@ impl<'a> Counter<'a> {
             queued,
             dead_letters,
         };
-        let generation = self.locations.data().generation(n);
+        let generation = weft_wiring::DataDir::new(&self.locations.data_dir).generation(n);
         let reachable = !self.config.stores.uses_data_dir()
             || generation.path().join("weft-data.json").exists();
         if let (Some((model, dimension)), true) = (model, reachable) {
@@ -107,7 +156,7 @@ impl<'a> Counter<'a> {
                 self.open.remove(&n);
             }
             if !self.open.contains_key(&n) {
-                let indexes = weft_pipeline::open_index_stores(
+                let indexes = weft_wiring::open_index_stores(
                     &self.config.stores,
                     &generation,
                     model,
@@ -245,7 +294,7 @@ pub async fn collect(
     // Once generation 0's collection is gone, its name can be the alias.
     if removed.contains(&0)
         && let Some(live) = registry.load().await?.live_number()
-        && let Err(e) = weft_pipeline::point_live_alias(&config.stores, live).await
+        && let Err(e) = weft_wiring::point_live_alias(&config.stores, live).await
     {
         tracing::warn!("the Qdrant alias was not made after removing generation 0: {e}");
     }
@@ -259,9 +308,13 @@ async fn remove(
     locations: &Locations,
     n: u32,
 ) -> Result<Vec<String>, CrawlError> {
-    let mut what = weft_pipeline::remove_generation_indexes(&config.stores, &locations.data(), n)
-        .await
-        .map_err(|e| CrawlError::Generations(e.to_string()))?;
+    let mut what = weft_wiring::remove_generation_indexes(
+        &config.stores,
+        &weft_wiring::DataDir::new(&locations.data_dir),
+        n,
+    )
+    .await
+    .map_err(|e| CrawlError::Generations(e.to_string()))?;
     jet.delete_catalog_of(n).await?;
     what.push(format!(
         "catalog bucket {}",
@@ -339,7 +392,7 @@ pub async fn switch(
         .update(&|g: &mut Generations| g.switch_to(n, now))
         .await
         .map_err(|e| CrawlError::Generations(e.to_string()))?;
-    weft_pipeline::point_live_alias(&config.stores, n)
+    weft_wiring::point_live_alias(&config.stores, n)
         .await
         .map_err(|e| CrawlError::Generations(e.to_string()))?;
     Ok(record)
@@ -353,7 +406,7 @@ pub async fn abort(
     locations: &Locations,
     n: u32,
 ) -> Result<Vec<u32>, CrawlError> {
-    weft_pipeline::generations::abort_generation(registry, n, "aborted by the operator")
+    weft_wiring::generations::abort_generation(registry, n, "aborted by the operator")
         .await
         .map_err(|e| CrawlError::Generations(e.to_string()))?;
     collect(registry, jet, config, locations, Duration::MAX).await

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 use weft_core::generations::{GenerationState, Generations, now_secs};
 use weft_core::ports::GenerationRegistry;
-use weft_pipeline::sources::SourceSpec;
+use weft_sources::SourceSpec;
 
 use crate::{CrawlError, CrawlOptions, Crawler, SourceSummary, Target};
 
@@ -155,6 +155,60 @@ struct RunRecord {
     expected_documents: u64,
 }
 
+/// The summary as people read it: a line per source (with what it skipped
+/// or failed on), then the switch of a rebuild and the generations removed.
+impl std::fmt::Display for JobSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for s in &self.sources {
+            let read = match &s.diffed_from {
+                Some(base) => format!(" (git diff from {})", &base[..base.len().min(12)]),
+                None => String::new(),
+            };
+            writeln!(
+                f,
+                "{}: {} documents{read}, {} published, {} unchanged, {} deleted, {} skipped, {} errors ({:.1} s)",
+                s.project,
+                s.documents_seen,
+                s.documents_published,
+                s.documents_unchanged,
+                s.documents_deleted,
+                s.skipped.len(),
+                s.errors.len(),
+                s.elapsed_ms as f64 / 1000.0
+            )?;
+            for issue in s.skipped.iter().chain(&s.errors) {
+                writeln!(f, "  {}: {}", issue.uri, issue.reason)?;
+            }
+        }
+        for source in &self.already_done {
+            writeln!(f, "{source}: done by an earlier attempt of this run")?;
+        }
+        for failed in &self.failed {
+            writeln!(f, "{}: FAILED: {}", failed.project, failed.error)?;
+        }
+        if let Some(s) = &self.switch {
+            writeln!(
+                f,
+                "index generation {} is live (was {}): {} documents, {} chunks; the embedders finished {:.1} s after the last publish",
+                s.to,
+                s.from
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "none".into()),
+                s.documents,
+                s.chunks,
+                s.waited_ms as f64 / 1000.0
+            )?;
+        }
+        if let Some(why) = &self.not_switched {
+            writeln!(f, "not switched: {why}")?;
+        }
+        if !self.removed_generations.is_empty() {
+            writeln!(f, "removed old generations {:?}", self.removed_generations)?;
+        }
+        Ok(())
+    }
+}
+
 fn source_key(spec: &SourceSpec, project: &str) -> String {
     format!("{project}\n{}", spec.display())
 }
@@ -218,7 +272,7 @@ impl Crawler {
         &self,
         work: &[(SourceSpec, String)],
         config: &weft_config::WeftConfig,
-        locations: &weft_pipeline::Locations,
+        locations: &weft_config::Locations,
         options: &JobOptions,
     ) -> Result<JobSummary, CrawlError> {
         let started = Instant::now();
@@ -362,7 +416,7 @@ impl Crawler {
                                     }
                                 }
                             }
-                            Err(e) => tracing::warn!("[{n}/{total}] {project}: FAILED: {e:#}"),
+                            Err(e) => tracing::warn!("[{n}/{total}] {project}: FAILED: {}", weft_core::error_chain(e)),
                         }
                         (project.clone(), spec.display(), result)
                     }
@@ -391,7 +445,7 @@ impl Crawler {
                 Err(e) => summary.failed.push(FailedSource {
                     project,
                     source,
-                    error: anyhow_like(&e),
+                    error: weft_core::error_chain(&e),
                 }),
             }
         }
@@ -451,7 +505,7 @@ impl Crawler {
         target: &Target,
         expected: u64,
         config: &weft_config::WeftConfig,
-        locations: &weft_pipeline::Locations,
+        locations: &weft_config::Locations,
         options: &JobOptions,
     ) -> Result<SwitchSummary, String> {
         let n = target.generation;
@@ -486,7 +540,7 @@ impl Crawler {
                         .update(&|g: &mut Generations| g.switch_to(n, now))
                         .await
                         .map_err(|e| e.to_string())?;
-                    let alias = weft_pipeline::point_live_alias(&config.stores, n)
+                    let alias = weft_wiring::point_live_alias(&config.stores, n)
                         .await
                         .unwrap_or_else(|e| {
                             tracing::warn!("the Qdrant alias was not moved: {e}");
@@ -529,16 +583,4 @@ impl Crawler {
             tokio::time::sleep(options.poll).await;
         }
     }
-}
-
-/// An error with its causes, as anyhow's `{:#}` prints them.
-fn anyhow_like(e: &CrawlError) -> String {
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }

@@ -2,7 +2,7 @@
 //!
 //! The first stage of the distributed pipeline (DESIGN §6). For each source
 //! — a directory, a git repository, a documentation site — the shared
-//! [`ChangePlanner`] of `weft-pipeline` (the same one `weft index` uses)
+//! [`ChangePlanner`] of `weft-index` (the same one `weft index` uses)
 //! lists the documents and compares them with the catalog (a NATS key-value
 //! bucket the embedders keep); a git source is read by diff from the last
 //! indexed commit. The crawler publishes what is new or changed to
@@ -27,11 +27,11 @@ use serde::{Deserialize, Serialize};
 use weft_config::{InvalidSetting, WeftConfig};
 use weft_core::IndexIdentity;
 use weft_core::ports::Catalog;
+use weft_index::{ChangePlanner, Compare, Issue, PlanError, PlanOptions};
 use weft_nats::trace::{TraceContext, TraceHeaders as _};
 use weft_nats::{Jet, NatsCatalog, NatsError};
-use weft_pipeline::sources::{GitPolicy, SourceSpec};
-use weft_pipeline::{ChangePlanner, Compare, Issue, PlanError, PlanOptions};
 use weft_proto::v1;
+use weft_sources::{GitPolicy, SourceSpec};
 use weft_telemetry::trace::{Kind, start_span};
 
 /// Room left in a message for headers and the other fields.

@@ -4,7 +4,7 @@
 //! one durable consumer on the chunk-batch stream. Each fetched set of
 //! batches (several documents at once) is decoded into
 //! [`DocumentUpdate`]s and handed to the shared [`IndexWriter`] of
-//! `weft-pipeline` — the same write step `weft index` uses: stale versions
+//! `weft-index` — the same write step `weft index` uses: stale versions
 //! dropped, unchanged chunks not embedded again, the rest embedded in calls
 //! bounded by count and tokens, both indexes written, surplus chunks
 //! deleted, the catalog recorded after the indexes are committed. Then the
@@ -28,13 +28,15 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use prost::Message as _;
+use weft_config::Locations;
 use weft_config::WeftConfig;
 use weft_core::generations::{GenerationState, Generations};
 use weft_core::ports::{Embedder, GenerationRegistry, PortError};
+use weft_index::{DocumentUpdate, IndexWriter, UpdateContent};
 use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
-use weft_pipeline::wiring::{self, Load, Locations};
-use weft_pipeline::{DocumentUpdate, IndexWriter, StoreAccess, Stores, UpdateContent};
 use weft_proto::v1;
+use weft_wiring::{self as wiring, Load};
+use weft_wiring::{StoreAccess, Stores};
 
 /// The durable consumer every embedder worker shares.
 pub const DURABLE: &str = "weft-embedders";
@@ -47,7 +49,7 @@ pub enum EmbedderError {
     Nats(#[from] weft_nats::NatsError),
     /// The stores or the embedding model could not be set up.
     #[error(transparent)]
-    Wiring(#[from] weft_pipeline::WiringError),
+    Wiring(#[from] weft_wiring::WiringError),
 }
 
 /// Decodes and checks one chunk batch
@@ -92,7 +94,7 @@ struct Target {
     reuses: Option<u32>,
     /// Embedded stores: keeps the generation's directory from being
     /// removed while this worker has it open.
-    _lease: Option<weft_pipeline::ReadLease>,
+    _lease: Option<weft_wiring::ReadLease>,
 }
 
 /// Embeds and writes chunk batches through an [`IndexWriter`] per index
@@ -128,7 +130,7 @@ impl EmbedderHandler {
         registry: Arc<dyn GenerationRegistry>,
         embedder: Arc<dyn Embedder>,
     ) -> Self {
-        let tag = weft_pipeline::embedder_tag(&config.embedding, embedder.model_id());
+        let tag = weft_wiring::embedder_tag(&config.embedding, embedder.model_id());
         Self {
             config: config.clone(),
             locations: locations.clone(),
@@ -202,8 +204,8 @@ impl EmbedderHandler {
             .await
             .map_err(|e| e.to_string())?;
         let catalog = Arc::new(self.jet.catalog_of(n).await.map_err(|e| e.to_string())?);
-        let generation = self.locations.data().generation(n);
-        let indexes = weft_pipeline::open_index_stores(
+        let generation = weft_wiring::DataDir::new(&self.locations.data_dir).generation(n);
+        let indexes = weft_wiring::open_index_stores(
             &self.config.stores,
             &generation,
             &model,
@@ -223,7 +225,7 @@ impl EmbedderHandler {
             stores.clone(),
             self.embedder.clone(),
             self.tag.clone(),
-            weft_pipeline::embed_batching(&self.config),
+            weft_wiring::embed_batching(&self.config),
         );
         // A generation being built reuses the live one's vectors: open
         // already in this worker, or on servers that serve many clients.
@@ -233,9 +235,9 @@ impl EmbedderHandler {
                 writer = writer.reusing(open.stores.vectors.clone());
                 reuses = Some(live);
             } else if !self.config.stores.uses_data_dir()
-                && let Ok(indexes) = weft_pipeline::open_index_stores(
+                && let Ok(indexes) = weft_wiring::open_index_stores(
                     &self.config.stores,
-                    &self.locations.data().generation(live),
+                    &weft_wiring::DataDir::new(&self.locations.data_dir).generation(live),
                     &model,
                     dimension,
                     StoreAccess::Read,

@@ -13,16 +13,16 @@ use clap::Parser;
 #[command(name = "weft-embedder", version)]
 struct Args {
     #[command(flatten)]
-    config: weft_service::ConfigArgs,
+    config: weft_startup::ConfigArgs,
     #[command(flatten)]
-    nats: weft_service::NatsArgs,
+    nats: weft_startup::NatsArgs,
     #[command(flatten)]
-    locations: weft_service::LocationArgs,
+    locations: weft_startup::LocationArgs,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    weft_service::run_with(
+    weft_startup::run_with(
         "weft-embedder",
         "info",
         &args.config,

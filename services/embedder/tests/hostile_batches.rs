@@ -20,7 +20,7 @@ const GUIDE: &str = "# Guide\n\nHow to run it.\n\n## Install\n\nUnpack the archi
 fn model_dir() -> PathBuf {
     std::env::var_os("WEFT_MODEL_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(weft_pipeline::default_model_dir)
+        .unwrap_or_else(weft_config::default_model_dir)
 }
 
 /// The batch the chunker makes of `text` at `uri`.
@@ -168,7 +168,7 @@ async fn hostile_batches_are_dead_lettered_and_the_worker_goes_on() {
 
     let config = weft_config::WeftConfig::default();
     let locations =
-        weft_pipeline::Locations::resolve(&config, Some(data.path().to_owned()), Some(model_dir()));
+        weft_config::Locations::resolve(&config, Some(data.path().to_owned()), Some(model_dir()));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker = {
         let jet = jet.clone();
@@ -229,7 +229,7 @@ async fn hostile_batches_are_dead_lettered_and_the_worker_goes_on() {
     assert_eq!(stats.retried, 0, "{stats}");
 
     // What was written is searchable in the stores the worker wrote.
-    let stores = weft_pipeline::DataDir::new(data.path())
+    let stores = weft_wiring::DataDir::new(data.path())
         .open_existing()
         .unwrap();
     assert_eq!(

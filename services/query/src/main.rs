@@ -13,11 +13,11 @@ use clap::Parser;
 #[command(name = "weft-query", version)]
 struct Args {
     #[command(flatten)]
-    config: weft_service::ConfigArgs,
+    config: weft_startup::ConfigArgs,
     #[command(flatten)]
-    locations: weft_service::LocationArgs,
+    locations: weft_startup::LocationArgs,
     #[command(flatten)]
-    nats: weft_service::NatsArgs,
+    nats: weft_startup::NatsArgs,
     /// Listen address (default: `query.listen`).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
@@ -25,51 +25,16 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    weft_service::run_with(
+    weft_startup::run_with(
         "weft-query",
         "info",
         &args.config,
         |config| args.nats.apply(config),
         |service| async move {
             let locations = args.locations.resolve(&service.config);
-            let listen = args
-                .listen
-                .clone()
-                .unwrap_or_else(|| service.config.query.listen.clone());
-            weft_server::run(
-                &service.config,
-                &locations,
-                &listen,
-                weft_server::auth::AuthDefault::Required,
-                // Which generation is live: the record the crawler's
-                // rebuilds switch (`generations.registry`).
-                async {
-                    match service.config.generations.registry {
-                        weft_config::GenerationRegistryKind::Nats => {
-                            let registry = weft_service::nats_options(&service.config);
-                            let jet = weft_nats::Jet::connect(&registry).await.map_err(|e| {
-                                weft_server::ServiceError::Generations(e.to_string())
-                            })?;
-                            let registry = jet.registry().await.map_err(|e| {
-                                weft_server::ServiceError::Generations(e.to_string())
-                            })?;
-                            Ok(weft_pipeline::wiring::LiveSource::Registry(
-                                std::sync::Arc::new(registry),
-                            ))
-                        }
-                        weft_config::GenerationRegistryKind::DataDir => {
-                            Ok(weft_pipeline::wiring::LiveSource::DataDir)
-                        }
-                    }
-                },
-                |addr| {
-                    // One line on stdout, for scripts and tests that started us on port 0.
-                    println!("listening on {addr}");
-                    tracing::info!(data_dir = %locations.data_dir.display(), "listening on {addr}");
-                },
-                service.shutdown,
-            )
-            .await?;
+            let listen =
+                (args.listen.clone()).unwrap_or_else(|| service.config.query.listen.clone());
+            weft_query::run(&service.config, &locations, &listen, service.shutdown).await?;
             Ok(ExitCode::SUCCESS)
         },
     )

@@ -211,7 +211,7 @@ impl HttpEmbedder {
         };
         reqwest::Url::parse(&endpoint)
             .map_err(|e| EmbedApiError::Setup(format!("{:?} is not a URL: {e}", options.url)))?;
-        let client = weft_http::client_builder()
+        let client = weft_http_client::client_builder()
             .timeout(options.timeout)
             .build()
             .map_err(|e| EmbedApiError::Setup(e.to_string()))?;

@@ -89,7 +89,7 @@ impl HttpReranker {
             ApiShape::Tei => format!("{base}/rerank"),
             ApiShape::Cohere => format!("{base}/v1/rerank"),
         };
-        let client = weft_http::client_builder()
+        let client = weft_http_client::client_builder()
             .timeout(Duration::from_secs(60))
             .build()
             .map_err(|source| RerankError::Http {

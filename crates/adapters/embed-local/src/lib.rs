@@ -1,0 +1,402 @@
+//! # weft-embed-local
+//!
+//! Sentence embeddings computed in-process: a BERT or MPNet encoder
+//! (all-MiniLM-L6-v2 by default, all-mpnet-base-v2 as the stronger option)
+//! run by [ONNX Runtime], mean-pooled over the attention mask and
+//! L2-normalised. The encoder graph is built in memory from the model
+//! directory's safetensors weights (see [`graph`]); ONNX Runtime's library is
+//! loaded at run time from the file [`runtime::library_path`] names, so
+//! nothing of it is needed to build weft.
+//!
+//! Texts are truncated at `max_tokens`, sorted by token count and embedded
+//! in batches of similar length (little padding); vectors come back in the
+//! order of the texts.
+//!
+//! The model directory holds `config.json`, `tokenizer.json` and
+//! `model.safetensors`; `tools/fetch-model.sh` fetches a model, checks its
+//! weights, and fetches the runtime library.
+//!
+//! [ONNX Runtime]: https://onnxruntime.ai
+
+#![warn(missing_docs)]
+
+pub mod graph;
+pub mod runtime;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ort::session::Session;
+use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
+use ort::value::Tensor;
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
+
+pub use graph::{Architecture, Spec};
+
+/// The command that fetches a model and the runtime, for error messages.
+pub const FETCH_HINT: &str = "tools/fetch-model.sh";
+
+/// The default truncation, in tokens.
+pub const DEFAULT_MAX_TOKENS: usize = 256;
+
+/// At most this many texts per forward pass.
+const MAX_ROWS: usize = 32;
+
+/// At most this many tokens (padding included) per forward pass: batches of
+/// long texts are smaller, which keeps the attention temporaries
+/// (`rows × heads × tokens²`) in cache.
+const MAX_BATCH_TOKENS: usize = 4096;
+
+/// Why a model could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A file of the model is missing.
+    #[error(
+        "no embedding model in {dir}: {file} is missing; fetch it with `{FETCH_HINT} [MODEL] {dir}` (MODEL: all-MiniLM-L6-v2, the default, or all-mpnet-base-v2)"
+    )]
+    Missing {
+        /// The model directory.
+        dir: PathBuf,
+        /// The missing file.
+        file: &'static str,
+    },
+    /// A file is there but cannot be used.
+    #[error("embedding model in {dir}: {file}: {message}")]
+    Invalid {
+        /// The model directory.
+        dir: PathBuf,
+        /// The file at fault.
+        file: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The ONNX Runtime library cannot be loaded.
+    #[error(
+        "ONNX Runtime {version} ({path}): {message}; fetch it with `{FETCH_HINT}`, or set {env} to a libonnxruntime of version {version} or later",
+        version = runtime::VERSION,
+        env = runtime::LIB_ENV
+    )]
+    Runtime {
+        /// The library file tried.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// ONNX Runtime refused the encoder graph.
+    #[error("embedding model in {dir}: ONNX Runtime: {message}")]
+    Session {
+        /// The model directory.
+        dir: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Why texts could not be embedded.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// The tokenizer failed.
+    #[error("embedding failed: tokenizer: {0}")]
+    Tokenizer(#[source] tokenizers::Error),
+    /// ONNX Runtime failed.
+    #[error("embedding failed: ONNX Runtime: {0}")]
+    Runtime(#[from] ort::Error),
+    /// The session is unusable after a panic in another thread.
+    #[error("embedding failed: the model was poisoned by a panic in another thread")]
+    Poisoned,
+}
+
+/// A loaded sentence-embedding model.
+#[derive(Clone)]
+pub struct LocalEmbedder {
+    session: Arc<Mutex<Session>>,
+    tokenizer: Arc<Tokenizer>,
+    spec: Spec,
+    pad_id: i64,
+    model_id: String,
+    max_tokens: usize,
+}
+
+impl std::fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("model_id", &self.model_id)
+            .field("architecture", &self.spec.architecture)
+            .field("dimension", &self.spec.hidden)
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
+}
+
+impl LocalEmbedder {
+    /// Loads the model in `dir`, truncating texts at `max_tokens` (at most
+    /// the model's position limit).
+    pub fn load(dir: &Path, max_tokens: usize) -> Result<Self, LoadError> {
+        let path = |file: &'static str| {
+            let p = dir.join(file);
+            if p.is_file() {
+                Ok(p)
+            } else {
+                Err(LoadError::Missing {
+                    dir: dir.to_owned(),
+                    file,
+                })
+            }
+        };
+        let invalid = |file: &'static str, message: String| LoadError::Invalid {
+            dir: dir.to_owned(),
+            file,
+            message,
+        };
+        let (config_path, tokenizer_path, weights_path) = (
+            path("config.json")?,
+            path("tokenizer.json")?,
+            path("model.safetensors")?,
+        );
+
+        let config_text = std::fs::read_to_string(&config_path)
+            .map_err(|e| invalid("config.json", e.to_string()))?;
+        let spec = Spec::parse(&config_text).map_err(|m| invalid("config.json", m))?;
+        if max_tokens == 0 || max_tokens > spec.max_tokens {
+            return Err(invalid(
+                "config.json",
+                format!(
+                    "max_tokens {max_tokens} must be between 1 and {}",
+                    spec.max_tokens
+                ),
+            ));
+        }
+
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
+            .map_err(|e| invalid("tokenizer.json", e.to_string()))?;
+        // The shipped tokenizers pad every text to 128 tokens; batches are
+        // padded here instead, to their longest text.
+        let pad_id = tokenizer
+            .get_padding()
+            .map(|p| p.pad_id)
+            .or_else(|| tokenizer.token_to_id("[PAD]"))
+            .or_else(|| tokenizer.token_to_id("<pad>"))
+            .unwrap_or(0);
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_tokens,
+                ..Default::default()
+            }))
+            .map_err(|e| invalid("tokenizer.json", e.to_string()))?;
+
+        let environment = runtime::environment()
+            .map_err(|(path, message)| LoadError::Runtime { path, message })?;
+        let file = std::fs::File::open(&weights_path)
+            .map_err(|e| invalid("model.safetensors", e.to_string()))?;
+        // SAFETY: the weights file is mapped read-only while the graph is
+        // built (the weights are copied into it); weft does not modify it.
+        let bytes = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| invalid("model.safetensors", e.to_string()))?;
+        let model =
+            graph::build(&spec, &bytes, max_tokens).map_err(|m| invalid("model.safetensors", m))?;
+        drop(bytes);
+
+        let session_error = |e: &dyn std::fmt::Display| LoadError::Session {
+            dir: dir.to_owned(),
+            message: e.to_string(),
+        };
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let options = || -> Result<SessionBuilder, ort::Error> {
+            Ok(Session::builder(environment)?
+                .with_optimization_level(GraphOptimizationLevel::All)?
+                .with_intra_threads(threads)?
+                .with_inter_threads(1)?
+                // Threads sleep between operators instead of spinning: the
+                // indexer chunks and writes on the same cores meanwhile
+                // (spinning took ~8% more CPU for the same work on a
+                // loaded machine).
+                .with_intra_op_spinning(false)?)
+        };
+        let options = options().map_err(|e| session_error(&e))?;
+        let session = model
+            .into_session(&options)
+            .map_err(|e| session_error(&e))?;
+
+        Ok(LocalEmbedder {
+            session: Arc::new(Mutex::new(session)),
+            tokenizer: Arc::new(tokenizer),
+            pad_id: i64::from(pad_id),
+            spec,
+            model_id: Self::model_id_of(dir),
+            max_tokens,
+        })
+    }
+
+    /// The id a model in `dir` gets: the directory's name (known without
+    /// loading it; `tools/fetch-model.sh` names it after the model).
+    pub fn model_id_of(dir: &Path) -> String {
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+        dir.file_name()
+            .map_or_else(|| "local".into(), |n| n.to_string_lossy().into_owned())
+    }
+
+    /// The model's name (its directory's name).
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// The length of every embedding.
+    pub fn dimension(&self) -> usize {
+        self.spec.hidden
+    }
+
+    /// Texts are truncated at this many tokens.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// The encoder's shape, as `config.json` gives it.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// How many tokens each text is embedded as (after truncation).
+    pub fn count_tokens(&self, texts: &[&str]) -> Result<Vec<usize>, EmbedError> {
+        Ok(self.encode(texts)?.iter().map(Encoding::len).collect())
+    }
+
+    fn encode(&self, texts: &[&str]) -> Result<Vec<Encoding>, EmbedError> {
+        self.tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(EmbedError::Tokenizer)
+    }
+
+    /// Embeds `texts`: one unit-length vector of [`Self::dimension`] floats each.
+    ///
+    /// Texts are sorted by token count and embedded in batches of similar
+    /// length (a batch pads to its longest text); the vectors come back in
+    /// the order of `texts`.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let encodings = self.encode(texts)?;
+        let lengths: Vec<usize> = encodings.iter().map(Encoding::len).collect();
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for batch in batches(&lengths) {
+            let vectors = self.embed_batch(&batch, &encodings)?;
+            for (&i, vector) in batch.iter().zip(vectors) {
+                out[i] = vector;
+            }
+        }
+        Ok(out)
+    }
+
+    /// One forward pass over the encodings `batch` indexes.
+    fn embed_batch(
+        &self,
+        batch: &[usize],
+        encodings: &[Encoding],
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let width = batch.iter().map(|&i| encodings[i].len()).max().unwrap_or(0);
+        let mut ids = vec![self.pad_id; batch.len() * width];
+        let mut mask = vec![0i64; batch.len() * width];
+        for (row, &i) in batch.iter().enumerate() {
+            let e = &encodings[i];
+            for (t, (&id, &m)) in e.get_ids().iter().zip(e.get_attention_mask()).enumerate() {
+                ids[row * width + t] = i64::from(id);
+                mask[row * width + t] = i64::from(m);
+            }
+        }
+        let shape = [batch.len(), width];
+        let inputs = ort::inputs![
+            "input_ids" => Tensor::from_array((shape, ids))?,
+            "attention_mask" => Tensor::from_array((shape, mask))?,
+        ];
+        let mut session = self.session.lock().map_err(|_| EmbedError::Poisoned)?;
+        let outputs = session.run(inputs)?;
+        let (_, values) = outputs["embeddings"].try_extract_tensor::<f32>()?;
+        Ok(values
+            .chunks_exact(self.spec.hidden)
+            .map(<[f32]>::to_vec)
+            .collect())
+    }
+}
+
+/// The texts' indexes grouped into forward passes, from the texts' token
+/// counts: sorted by length, at most [`MAX_ROWS`] texts and
+/// [`MAX_BATCH_TOKENS`] tokens (padding included) per batch.
+fn batches(lengths: &[usize]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    order.sort_by_key(|&i| lengths[i]);
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    for i in order {
+        // Sorted ascending: this text is the batch's longest.
+        let width = lengths[i].max(1);
+        if !current.is_empty()
+            && (current.len() == MAX_ROWS || (current.len() + 1) * width > MAX_BATCH_TOKENS)
+        {
+            out.push(std::mem::take(&mut current));
+        }
+        current.push(i);
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// The tokens the forward passes over texts of these token counts compute,
+/// padding included (one [`LocalEmbedder::embed`] call).
+pub fn padded_tokens(lengths: &[usize]) -> usize {
+    batches(lengths)
+        .iter()
+        .map(|b| b.len() * b.iter().map(|&i| lengths[i]).max().unwrap_or(0))
+        .sum()
+}
+
+/// The embedder port over [`LocalEmbedder`]: each call runs on tokio's
+/// blocking pool.
+#[async_trait::async_trait]
+impl weft_core::ports::Embedder for LocalEmbedder {
+    fn model_id(&self) -> &str {
+        LocalEmbedder::model_id(self)
+    }
+    fn dimension(&self) -> usize {
+        LocalEmbedder::dimension(self)
+    }
+    async fn embed(&self, texts: &[String]) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        const COMPONENT: &str = "embedder (local model)";
+        let (model, texts) = (self.clone(), texts.to_vec());
+        tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            model.embed(&refs)
+        })
+        .await
+        .map_err(|e| weft_core::ports::PortError::new(COMPONENT, e))?
+        .map_err(|e| weft_core::ports::PortError::new(COMPONENT, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_hold_every_text_once_sorted_and_capped() {
+        let lengths: Vec<usize> = (0..200).map(|i| (i * 37) % 256 + 1).collect();
+        let plan = batches(&lengths);
+        let mut seen: Vec<usize> = plan.iter().flatten().copied().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..200).collect::<Vec<_>>());
+        let mut previous = 0;
+        for batch in &plan {
+            let widths: Vec<usize> = batch.iter().map(|&i| lengths[i]).collect();
+            assert!(widths.windows(2).all(|w| w[0] <= w[1]), "sorted");
+            assert!(widths[0] >= previous, "batches in length order");
+            previous = *widths.last().unwrap();
+            assert!(batch.len() <= MAX_ROWS);
+            assert!(batch.len() * previous <= MAX_BATCH_TOKENS);
+        }
+        // Sorted batching pads little: 12.7% here, where lengths are spread
+        // evenly over 1..=256 (in input order, batches of 32 would pad 94%).
+        let real: usize = lengths.iter().sum();
+        assert_eq!(padded_tokens(&lengths), 28_546);
+        assert_eq!(real, 25_332);
+        assert!(batches(&[]).is_empty());
+    }
+}

@@ -1,0 +1,221 @@
+//! The local embedder with the real all-MiniLM-L6-v2 and all-mpnet-base-v2
+//! weights, run by the real ONNX Runtime library.
+//!
+//! The model directories are `WEFT_MODEL_DIR` (MiniLM) and
+//! `WEFT_MPNET_MODEL_DIR`, else `tools/fetch-model.sh`'s defaults;
+//! `tools/test.sh` fetches both and the runtime. `WEFT_REFERENCE_PYTHON` is
+//! a Python with numpy, safetensors and tokenizers for the reference forward
+//! pass (`tools/test.sh` sets it up); without it, `python3` is tried.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use weft_embed_local::{Architecture, DEFAULT_MAX_TOKENS, LoadError, LocalEmbedder};
+
+fn model_dir() -> PathBuf {
+    std::env::var_os("WEFT_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            home.join(".cache/weft/models/all-MiniLM-L6-v2")
+        })
+}
+
+fn mpnet_dir() -> PathBuf {
+    std::env::var_os("WEFT_MPNET_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            home.join(".cache/weft/models/all-mpnet-base-v2")
+        })
+}
+
+fn embedder() -> &'static LocalEmbedder {
+    static MODEL: OnceLock<LocalEmbedder> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        LocalEmbedder::load(&model_dir(), DEFAULT_MAX_TOKENS).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+fn mpnet() -> &'static LocalEmbedder {
+    static MODEL: OnceLock<LocalEmbedder> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        LocalEmbedder::load(&mpnet_dir(), DEFAULT_MAX_TOKENS).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+const TEXTS: &[&str] = &[
+    "How do I parse a configuration file?",
+    "Reads settings from weft.toml and environment variables, validating every key.",
+    "The cat sat on the mat.",
+    "fn main() { println!(\"hello\"); }",
+];
+
+/// The vectors of `tools/reference_embed.py` (numpy, float64) for `texts`.
+fn reference(dir: &Path, texts: &[&str]) -> Vec<Vec<f64>> {
+    let python = std::env::var("WEFT_REFERENCE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../tools/reference_embed.py"
+    );
+    let out = Command::new(&python)
+        .arg(script)
+        .arg(dir)
+        .arg(DEFAULT_MAX_TOKENS.to_string())
+        .args(texts)
+        .output()
+        .unwrap_or_else(|e| panic!("{python}: {e}"));
+    assert!(
+        out.status.success(),
+        "reference failed (see tools/test.sh for its venv): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("reference prints JSON")
+}
+
+fn assert_matches_reference(model: &LocalEmbedder, dir: &Path, dimension: usize) {
+    // A long text too: truncated at max_tokens, and MPNet's relative
+    // positions beyond the exact buckets.
+    let long =
+        "Splits the input at every separator, trims each part and drops empty ones. ".repeat(30);
+    let mut texts = TEXTS.to_vec();
+    texts.push(&long);
+    let expected = reference(dir, &texts);
+    let got = model.embed(&texts).unwrap();
+    assert_eq!(got.len(), expected.len());
+    for (g, e) in got.iter().zip(&expected) {
+        assert_eq!(g.len(), dimension);
+        let max_diff = g
+            .iter()
+            .zip(e)
+            .map(|(a, b)| (f64::from(*a) - b).abs())
+            .fold(0.0, f64::max);
+        assert!(max_diff < 1e-4, "max abs difference {max_diff}");
+    }
+}
+
+#[test]
+fn matches_an_independent_reference_forward_pass() {
+    assert_matches_reference(embedder(), &model_dir(), 384);
+}
+
+#[test]
+fn mpnet_matches_an_independent_reference_forward_pass() {
+    assert_eq!(mpnet().spec().architecture, Architecture::MpNet);
+    assert_matches_reference(mpnet(), &mpnet_dir(), 768);
+}
+
+#[test]
+fn mpnet_vectors_ignore_padding_and_keep_their_order() {
+    let texts: Vec<String> = (0..9)
+        .map(|i| format!("entry {i}: {}", "tokens of varying length ".repeat(i * 3)))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let together = mpnet().embed(&refs).unwrap();
+    for (i, text) in refs.iter().enumerate().step_by(4) {
+        let alone = mpnet().embed(&[text]).unwrap();
+        let diff = alone[0]
+            .iter()
+            .zip(&together[i])
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            diff < 1e-5,
+            "text {i}: padding or order changed the vector by {diff}"
+        );
+    }
+    let related = cosine(&together[1], &together[2]);
+    let question = mpnet()
+        .embed(&["How do I parse a configuration file?", TEXTS[1], TEXTS[2]])
+        .unwrap();
+    assert!(
+        cosine(&question[0], &question[1]) > cosine(&question[0], &question[2]) + 0.1,
+        "config question vs config code, vs cat"
+    );
+    assert!(related > 0.5, "{related}");
+}
+
+#[test]
+fn vectors_are_unit_length_and_meaningful() {
+    let v = embedder().embed(TEXTS).unwrap();
+    for vector in &v {
+        let norm: f32 = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+    }
+    let related = cosine(&v[0], &v[1]);
+    let unrelated = cosine(&v[0], &v[2]);
+    assert!(
+        related > unrelated + 0.1,
+        "config question vs config code {related}, vs cat {unrelated}"
+    );
+}
+
+#[test]
+fn batch_padding_does_not_change_a_vector() {
+    let alone = embedder().embed(&[TEXTS[2]]).unwrap();
+    let padded = embedder().embed(&[TEXTS[2], TEXTS[1]]).unwrap();
+    let diff = alone[0]
+        .iter()
+        .zip(&padded[0])
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(diff < 1e-5, "padding changed the vector by {diff}");
+}
+
+#[test]
+fn long_texts_are_truncated_not_refused() {
+    let long = "the quick brown fox jumps over the lazy dog ".repeat(200);
+    let same_start = format!("{long} and then something else entirely different at the very end");
+    let v = embedder().embed(&[&long, &same_start]).unwrap();
+    assert!(
+        cosine(&v[0], &v[1]) > 0.9999,
+        "text past the truncation point is ignored"
+    );
+    assert!(embedder().embed(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn a_missing_model_names_the_fetch_command() {
+    let dir = std::env::temp_dir().join("weft-no-model-here");
+    let err = LocalEmbedder::load(&dir, DEFAULT_MAX_TOKENS).unwrap_err();
+    assert!(matches!(
+        err,
+        LoadError::Missing {
+            file: "config.json",
+            ..
+        }
+    ));
+    let message = err.to_string();
+    assert!(
+        message.contains("tools/fetch-model.sh") && message.contains("weft-no-model-here"),
+        "{message}"
+    );
+}
+
+#[test]
+fn max_tokens_beyond_the_model_is_refused() {
+    let err = LocalEmbedder::load(&model_dir(), 4096).unwrap_err();
+    assert!(err.to_string().contains("max_tokens 4096"), "{err}");
+}
+
+#[test]
+fn vectors_come_back_in_input_order_whatever_the_lengths() {
+    let texts: Vec<String> = (0..20)
+        .map(|i| format!("item {i} {}", "word ".repeat((i * 7) % 13)))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let together = embedder().embed(&refs).unwrap();
+    for (i, text) in refs.iter().enumerate().step_by(6) {
+        let alone = embedder().embed(&[text]).unwrap();
+        assert!(cosine(&alone[0], &together[i]) > 0.99999, "text {i} moved");
+    }
+}

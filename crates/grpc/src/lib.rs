@@ -1,0 +1,583 @@
+//! # weft-grpc
+//!
+//! The gRPC query API of weft (`weft.v1.QueryService`, DESIGN §5): the
+//! same [`QueryEngine`] as `weft search`, served with `grpc.health.v1`,
+//! server reflection, a per-request deadline and message size limits.
+//!
+//! Hostile requests get an answer naming what is wrong and cost no more
+//! than a good one: every field is checked against bounds
+//! ([`weft_proto::query::RequestBounds`]: `query.max_query_chars`,
+//! `query.max_limit`, filter and expansion limits) → `INVALID_ARGUMENT`; a
+//! project or document that is not indexed → `NOT_FOUND`; a chunk range
+//! past a document's end → `OUT_OF_RANGE`; a passed deadline →
+//! `DEADLINE_EXCEEDED` ([`deadline`]).
+//!
+//! [`QueryServer`] implements the service over any stores; [`serve`] runs it
+//! on a listener until a shutdown future completes; [`run`] is the whole
+//! service over the stores `[stores]` configures (built by
+//! `weft_wiring::`, as every weft command builds them), as the
+//! `weft-query` service and `weft serve` start it.
+
+#![warn(missing_docs)]
+
+pub mod auth;
+pub mod deadline;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tonic::{Request, Response, Status};
+use weft_config::WeftConfig;
+use weft_core::ports::VectorIndex;
+use weft_core::query::{QueryEngine, QueryError};
+use weft_core::retrieval::SearchFilter;
+use weft_core::{ChunkId, DocumentId};
+use weft_proto::query::RequestBounds;
+use weft_proto::v1;
+use weft_proto::v1::query_service_server::QueryServiceServer;
+use weft_telemetry::trace::{Kind, TRACEPARENT, TraceContext, TraceSpan, start_span};
+
+/// The most chunks one `GetChunks` call returns.
+pub const MAX_GET_CHUNKS: u32 = 1000;
+
+/// Why the service could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The stores, the embedding model or the reranker could not be set up.
+    #[error(transparent)]
+    Wiring(#[from] weft_wiring::WiringError),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The gRPC server failed.
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    /// Server reflection could not be built.
+    #[error("gRPC reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// Authentication could not be set up (no keys file, a bad one).
+    #[error(transparent)]
+    Auth(#[from] auth::AuthSetupError),
+    /// The record of the live index generation could not be reached.
+    #[error("index generations: {0}")]
+    Generations(String),
+    /// The TLS certificate, key or client CA could not be used.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsSetupError),
+}
+
+/// `weft.v1.QueryService` over a [`QueryEngine`] and the vector index it
+/// fetches chunks from: fixed, or those of the live index generation,
+/// followed (each call reads the generation live when it starts).
+#[derive(Clone)]
+pub struct QueryServer {
+    stacks: Stacks,
+    auth: auth::Auth,
+    bounds: RequestBounds,
+    known_projects: Arc<KnownProjects>,
+}
+
+#[derive(Clone)]
+enum Stacks {
+    Fixed {
+        engine: Arc<QueryEngine>,
+        vectors: Arc<dyn VectorIndex>,
+    },
+    Live(weft_wiring::LiveQuery),
+}
+
+/// What one call reads: one generation's engine and vector index.
+struct Pinned {
+    engine: Arc<QueryEngine>,
+    vectors: Arc<dyn VectorIndex>,
+    generation: u32,
+    // Keeps the generation's stores (and its lease) for the whole call.
+    _stack: Option<Arc<weft_wiring::QueryStack>>,
+}
+
+/// How long a project seen indexed is believed to be, without looking.
+const KNOWN_PROJECT_TTL: Duration = Duration::from_secs(60);
+
+/// Projects seen indexed lately, per index generation: a search naming
+/// them needs no lookup.
+#[derive(Default)]
+struct KnownProjects(std::sync::Mutex<std::collections::HashMap<(u32, String), Instant>>);
+
+impl KnownProjects {
+    fn contains(&self, generation: u32, project: &str) -> bool {
+        self.0.lock().is_ok_and(|m| {
+            m.get(&(generation, project.to_owned()))
+                .is_some_and(|t| t.elapsed() < KNOWN_PROJECT_TTL)
+        })
+    }
+
+    fn insert(&self, generation: u32, project: &str) {
+        if let Ok(mut m) = self.0.lock() {
+            // Bounded: names come from requests.
+            if m.len() >= 10_000 {
+                m.retain(|_, t| t.elapsed() < KNOWN_PROJECT_TTL);
+                if m.len() >= 10_000 {
+                    m.clear();
+                }
+            }
+            m.insert((generation, project.to_owned()), Instant::now());
+        }
+    }
+}
+
+impl QueryServer {
+    /// A server answering with `engine`; `GetChunks` reads `vectors`.
+    /// Without [`QueryServer::with_auth`] it authenticates nobody.
+    pub fn new(engine: Arc<QueryEngine>, vectors: Arc<dyn VectorIndex>) -> Self {
+        Self {
+            stacks: Stacks::Fixed { engine, vectors },
+            auth: auth::Auth::Open,
+            bounds: RequestBounds::default(),
+            known_projects: Arc::default(),
+        }
+    }
+
+    /// A server answering from the live generation `live` follows.
+    pub fn live(live: weft_wiring::LiveQuery) -> Self {
+        Self {
+            stacks: Stacks::Live(live),
+            auth: auth::Auth::Open,
+            bounds: RequestBounds::default(),
+            known_projects: Arc::default(),
+        }
+    }
+
+    fn pin(&self) -> Pinned {
+        match &self.stacks {
+            Stacks::Fixed { engine, vectors } => Pinned {
+                engine: engine.clone(),
+                vectors: vectors.clone(),
+                generation: 0,
+                _stack: None,
+            },
+            Stacks::Live(live) => {
+                let stack = live.current();
+                Pinned {
+                    engine: stack.engine.clone(),
+                    vectors: stack.vectors.clone(),
+                    generation: stack.generation,
+                    _stack: Some(stack),
+                }
+            }
+        }
+    }
+
+    /// The server with requests bounded by `bounds` (the defaults are those
+    /// of `[query]`).
+    pub fn with_bounds(self, bounds: RequestBounds) -> Self {
+        Self { bounds, ..self }
+    }
+
+    /// The server with callers authenticated by `auth` (API keys bound to
+    /// projects; see [`auth`]).
+    pub fn with_auth(self, auth: auth::Auth) -> Self {
+        Self { auth, ..self }
+    }
+}
+
+fn status_of(error: QueryError) -> Status {
+    match error {
+        QueryError::NoEmbedder | QueryError::NoReranker => {
+            Status::failed_precondition(error.to_string())
+        }
+        QueryError::Port(e) => Status::unavailable(e.to_string()),
+    }
+}
+
+/// The server span of one call: a child of the caller's `traceparent`
+/// metadata when it sends one, else the root of a new trace.
+fn rpc_span<T>(method: &'static str, request: &Request<T>) -> (TraceContext, TraceSpan) {
+    let parent = request
+        .metadata()
+        .get(TRACEPARENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(TraceContext::parse);
+    let context = parent
+        .as_ref()
+        .map(TraceContext::child)
+        .unwrap_or_else(TraceContext::new_root);
+    let span = start_span(
+        format!("weft.v1.QueryService/{method}"),
+        Kind::Server,
+        &context,
+        parent.as_ref(),
+        &[
+            ("rpc.system", "grpc".into()),
+            ("rpc.service", "weft.v1.QueryService".into()),
+            ("rpc.method", method.into()),
+        ],
+    );
+    (context, span)
+}
+
+/// Ends `span` with the call's outcome and returns the answer with the
+/// call's `traceparent` in its metadata, so a caller can find the trace.
+fn finish<T>(
+    context: &TraceContext,
+    mut span: TraceSpan,
+    result: Result<T, Status>,
+) -> Result<Response<T>, Status> {
+    match result {
+        Ok(body) => {
+            let mut response = Response::new(body);
+            if let Ok(value) = context.header_value().parse() {
+                response.metadata_mut().insert(TRACEPARENT, value);
+            }
+            span.end();
+            Ok(response)
+        }
+        Err(status) => {
+            span.set("rpc.grpc.status_code", format!("{:?}", status.code()));
+            span.fail(status.message());
+            span.end();
+            Err(status)
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl v1::query_service_server::QueryService for QueryServer {
+    async fn search(
+        &self,
+        request: Request<v1::SearchRequest>,
+    ) -> Result<Response<v1::SearchResponse>, Status> {
+        let (context, mut span) = rpc_span("Search", &request);
+        let started = Instant::now();
+        let result = async {
+            let scope = self.auth.authorize(request.metadata())?;
+            let pinned = self.pin();
+            let request = request.into_inner();
+            let explain = request.explain;
+            let packing = weft_proto::query::pack_options(&request)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            let mut domain = weft_proto::query::search_request(
+                request,
+                &pinned.engine.config().adjacency,
+                &self.bounds,
+            )
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            let named_projects = domain.filter.projects.clone();
+            scope.restrict(&mut domain.filter)?;
+            // A project asked for that is not indexed (a typo) is named,
+            // not searched as nothing. Only projects the key may read get
+            // here: the answer reveals nothing about the others.
+            if let Some(project) = self.first_unknown_project(&pinned, &named_projects).await? {
+                return Err(Status::not_found(format!(
+                    "weft.v1.SearchRequest.projects: project {project:?} is not indexed"
+                )));
+            }
+            span.set("weft.mode", format!("{:?}", domain.mode));
+            span.set("weft.generation", pinned.generation.to_string());
+            let result = pinned.engine.search(&domain).await;
+            weft_telemetry::metrics().observe_query(started.elapsed(), result.is_ok());
+            let mut response = result.map_err(status_of)?;
+            scope.retain(&mut response.results);
+            // The service reads no catalog, so packed spans carry no commit.
+            let context = packing.map(|options| {
+                weft_core::retrieval::pack(
+                    &response.results,
+                    &std::collections::HashMap::new(),
+                    &options,
+                    &weft_core::retrieval::ApproxTokenCounter,
+                )
+            });
+            let mut response = weft_proto::query::search_response(response, explain);
+            response.context = context.map(Into::into);
+            response.generation = pinned.generation;
+            span.set("weft.results", response.results.len().to_string());
+            Ok(response)
+        }
+        .await;
+        finish(&context, span, result)
+    }
+
+    async fn get_chunks(
+        &self,
+        request: Request<v1::GetChunksRequest>,
+    ) -> Result<Response<v1::GetChunksResponse>, Status> {
+        let (context, span) = rpc_span("GetChunks", &request);
+        let result = match self.auth.authorize(request.metadata()) {
+            Ok(scope) => self.get_chunks_of(request.into_inner(), &scope).await,
+            Err(status) => Err(status),
+        };
+        finish(&context, span, result)
+    }
+}
+
+impl QueryServer {
+    /// The first of `projects` that has no chunk in the index, if any: one
+    /// filtered nearest-neighbour lookup of one point per project not seen
+    /// indexed in the last [`KNOWN_PROJECT_TTL`].
+    async fn first_unknown_project(
+        &self,
+        pinned: &Pinned,
+        projects: &[String],
+    ) -> Result<Option<String>, Status> {
+        let dimension = pinned.vectors.dimension().max(1);
+        let mut probe = vec![0.0f32; dimension];
+        probe[0] = 1.0;
+        let mut checked = std::collections::HashSet::new();
+        for project in projects {
+            if !checked.insert(project) || self.known_projects.contains(pinned.generation, project)
+            {
+                continue;
+            }
+            let filter = SearchFilter {
+                projects: vec![project.clone()],
+                ..Default::default()
+            };
+            let hits = pinned
+                .vectors
+                .search(&probe, &filter, 1)
+                .await
+                .map_err(|e| Status::unavailable(e.to_string()))?;
+            if hits.is_empty() {
+                return Ok(Some(project.clone()));
+            }
+            self.known_projects.insert(pinned.generation, project);
+        }
+        Ok(None)
+    }
+
+    async fn get_chunks_of(
+        &self,
+        request: v1::GetChunksRequest,
+        scope: &auth::Scope,
+    ) -> Result<v1::GetChunksResponse, Status> {
+        let document = DocumentId::parse(&request.document_id).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "weft.v1.GetChunksRequest.document_id: {:?} is not 16 lowercase hex characters",
+                request.document_id
+            ))
+        })?;
+        let start = request.start_index;
+        let end = match request.end_index {
+            Some(end) if end < start => {
+                return Err(Status::invalid_argument(format!(
+                    "weft.v1.GetChunksRequest.end_index: {end} is before start_index {start}"
+                )));
+            }
+            Some(end) => end,
+            None => start.saturating_add(MAX_GET_CHUNKS),
+        };
+        if end - start > MAX_GET_CHUNKS {
+            return Err(Status::invalid_argument(format!(
+                "weft.v1.GetChunksRequest.end_index: {} chunks asked, at most {MAX_GET_CHUNKS} per call",
+                end - start
+            )));
+        }
+        // Ids are computed, so the whole range is one store call; indices
+        // past the document's end are simply not found. Chunk 0 comes too
+        // when the range lacks it: it says whether the document exists and
+        // how many chunks it has.
+        let mut ids: Vec<ChunkId> = (start..end).map(|i| ChunkId::new(&document, i)).collect();
+        if start > 0 || end == 0 {
+            ids.push(ChunkId::new(&document, 0));
+        }
+        let pinned = self.pin();
+        let mut chunks = pinned
+            .vectors
+            .get(&ids)
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        // Another project's document is answered as one that does not exist.
+        chunks.retain(|c| scope.allows(c) && c.document_id == document);
+        let Some(total_chunks) = chunks.iter().map(|c| c.total_chunks).max() else {
+            return Err(Status::not_found(format!(
+                "weft.v1.GetChunksRequest.document_id: document {document} is not indexed"
+            )));
+        };
+        chunks.retain(|c| (start..end).contains(&c.chunk_index));
+        if chunks.is_empty() && start >= total_chunks && end > start {
+            return Err(Status::out_of_range(format!(
+                "weft.v1.GetChunksRequest.start_index: {start} is past the last chunk of document {document}, which has {total_chunks}"
+            )));
+        }
+        chunks.sort_by_key(|c| c.chunk_index);
+        Ok(v1::GetChunksResponse {
+            total_chunks,
+            chunks: chunks.into_iter().map(Into::into).collect(),
+            generation: pinned.generation,
+        })
+    }
+}
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Requests running longer are cancelled with DEADLINE_EXCEEDED (a
+    /// caller's shorter `grpc-timeout` wins).
+    pub request_timeout: Duration,
+    /// Largest request or response message.
+    pub max_message_bytes: usize,
+    /// How often the API keys file is checked for changes.
+    pub keys_reload: Duration,
+    /// TLS (and client certificates) of the gRPC port: [`tls::from_config`].
+    pub tls: Option<tonic::transport::ServerTlsConfig>,
+}
+
+impl ServeOptions {
+    /// The options of `[query]`.
+    pub fn from_config(config: &weft_config::QueryServiceConfig) -> Self {
+        Self {
+            request_timeout: Duration::from_secs(config.request_timeout_secs),
+            max_message_bytes: config.max_message_bytes,
+            keys_reload: Duration::from_secs(config.api_keys_reload_secs),
+            tls: None,
+        }
+    }
+}
+
+/// Binds `addr` ("127.0.0.1:0" picks a free port).
+pub async fn bind(addr: &str) -> Result<tokio::net::TcpListener, ServiceError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServiceError::Bind {
+            addr: addr.to_owned(),
+            source,
+        })
+}
+
+/// Serves `server` (with health and reflection) on `listener` until
+/// `shutdown` completes; in-flight requests then finish.
+pub async fn serve(
+    server: QueryServer,
+    listener: tokio::net::TcpListener,
+    options: &ServeOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), ServiceError> {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<QueryServiceServer<QueryServer>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(weft_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    // Rotation without restart: the keys file is re-read while serving.
+    let watch = match &server.auth {
+        auth::Auth::Keys(store) => Some(AbortOnDrop(tokio::spawn(
+            store.clone().watch(options.keys_reload),
+        ))),
+        auth::Auth::Open => None,
+    };
+    let service = QueryServiceServer::new(server)
+        .max_decoding_message_size(options.max_message_bytes)
+        .max_encoding_message_size(options.max_message_bytes);
+    // No Nagle delay: a small answer would otherwise wait ~40 ms for the
+    // client's delayed ACK (measured: a 1 ms search answered in 43 ms).
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = &options.tls {
+        builder = builder.tls_config(tls.clone())?;
+    }
+    builder
+        .layer(deadline::DeadlineLayer::new(options.request_timeout))
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(service)
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await?;
+    drop(watch);
+    Ok(())
+}
+
+/// A task aborted when this is dropped (when `serve` returns or fails).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// How often a server checks which index generation is live.
+pub const FOLLOW_EVERY: Duration = Duration::from_secs(1);
+
+/// The server over the stores `[stores]` configures (embedded ones in the
+/// data directory of `locations`), with the configured embedder and
+/// reranker, reading the generation `source` names live
+/// ([`weft_wiring::LiveQuery`]). Follow the switches with
+/// [`weft_wiring::LiveQuery::follow`] ([`run`] does).
+pub async fn open(
+    config: &WeftConfig,
+    locations: &weft_config::Locations,
+    source: weft_wiring::LiveSource,
+) -> Result<(QueryServer, weft_wiring::LiveQuery), ServiceError> {
+    let live = weft_wiring::LiveQuery::open(
+        config,
+        locations,
+        weft_wiring::QueryEmbedder::Needed,
+        source,
+    )
+    .await?;
+    let stack = live.current();
+    tracing::info!(
+        stores = %stack.description,
+        model = %stack.model,
+        generation = stack.generation,
+        "query service reading"
+    );
+    Ok((QueryServer::live(live.clone()), live))
+}
+
+/// The whole service: sets up authentication and TLS (`[query]`; `auth`
+/// decides when `query.auth` is unset), opens the stores and the model of
+/// the live generation `source` (awaited after the settings are checked)
+/// names, binds `listen`, serves until
+/// `shutdown`, moving to a new generation when it goes live. Returns the
+/// bound address through `on_bound` first.
+pub async fn run(
+    config: &WeftConfig,
+    locations: &weft_config::Locations,
+    listen: &str,
+    auth: auth::AuthDefault,
+    source: impl std::future::Future<Output = Result<weft_wiring::LiveSource, ServiceError>>,
+    on_bound: impl FnOnce(SocketAddr),
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), ServiceError> {
+    // Settings first: a missing keys file or certificate fails before the
+    // stores and the model are opened.
+    let auth = auth::from_config(&config.query, listen, auth)?;
+    let mut options = ServeOptions::from_config(&config.query);
+    options.tls = tls::from_config(&config.query)?;
+    if options.tls.is_none()
+        && matches!(auth, auth::Auth::Keys(_))
+        && !listen
+            .parse::<SocketAddr>()
+            .is_ok_and(|a| a.ip().is_loopback())
+    {
+        tracing::warn!(
+            listen,
+            "API keys travel in clear text: set query.tls_cert_file and query.tls_key_file, or terminate TLS in front of the service"
+        );
+    }
+    // Then where the live generation is recorded (e.g. a connection to
+    // NATS), then the stores.
+    let (server, live) = open(config, locations, source.await?).await?;
+    let server = server.with_auth(auth).with_bounds(RequestBounds {
+        max_query_chars: config.query.max_query_chars,
+        max_limit: config.query.max_limit,
+    });
+    let _follow = AbortOnDrop(live.follow(FOLLOW_EVERY));
+    let listener = bind(listen).await?;
+    let addr = listener.local_addr().map_err(|source| ServiceError::Bind {
+        addr: listen.to_owned(),
+        source,
+    })?;
+    on_bound(addr);
+    serve(server, listener, &options, shutdown).await
+}

@@ -1,0 +1,481 @@
+//! What to index and what changed: one source listed and compared with the
+//! catalog, the same way for `weft index` and for `weft-crawler`.
+//!
+//! [`ChangePlanner::plan`] lists a [`SourceSpec`] — a directory walk, a git
+//! checkout (only the files changed since the last indexed commit when the
+//! catalog's records allow it), a crawled documentation site — and returns a
+//! [`ChangeSet`]. Iterating it reads each listed document, hashes it and
+//! says whether it is new or changed ([`Change::Index`]), unchanged, or
+//! unreadable; afterwards [`ChangeSet::removed`] gives the catalogued
+//! documents the source no longer has.
+//!
+//! A document is unchanged when the catalog holds its content hash and an
+//! [`IndexIdentity`] equal to the expected one, compared as values: all of it
+//! ([`Compare::Everything`], the embedded pipeline, which also embeds), or
+//! the chunker and embedded-text format ([`Compare::Chunking`], the crawler,
+//! whose embedders answer for their own model).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use indicatif::ProgressBar;
+use weft_config::{CrawlConfig, SourcesConfig};
+use weft_core::ports::{Catalog, DocumentRecord, PortError, ProjectState};
+use weft_core::{DocumentId, IndexIdentity, content_hash};
+
+use crate::Issue;
+use weft_sources::{
+    self as sources, CrawlError, DirSelection, GitError, GitPolicy, GitRepo, SourceSpec,
+};
+
+/// Why a source could not be planned. Problems with single documents do
+/// not stop a plan; they come out of the [`ChangeSet`] as
+/// [`Change::Unreadable`] or in [`ChangeSet::errors`].
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The catalog could not be read.
+    #[error(transparent)]
+    Catalog(#[from] PortError),
+    /// A `[sources]` glob does not compile.
+    #[error("{0}")]
+    Selection(String),
+    /// The project name cannot be one ([`weft_core::project_problem`]).
+    #[error("project name {project:?} {problem}")]
+    Project {
+        /// The name, as given.
+        project: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The repository could not be cloned, fetched or diffed.
+    #[error("cannot read {source_name}")]
+    Git {
+        /// The source as given.
+        source_name: String,
+        /// What git said.
+        #[source]
+        error: GitError,
+    },
+    /// The site's start page could not be fetched.
+    #[error("cannot crawl {source_name}")]
+    Site {
+        /// The source as given.
+        source_name: String,
+        /// Why.
+        #[source]
+        error: CrawlError,
+    },
+}
+
+/// How a catalogued document is compared with what this run would write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    /// Content hash and the whole [`IndexIdentity`]: the embedded pipeline,
+    /// which chunks and embeds.
+    Everything,
+    /// Content hash, chunker and embedded-text format
+    /// ([`IndexIdentity::same_chunking`]): the distributed crawler, whose
+    /// embedders answer for the model.
+    Chunking,
+}
+
+/// How to plan.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// What this run's chunks and vectors would be recorded with.
+    pub expected: IndexIdentity,
+    /// Which part of it must match.
+    pub compare: Compare,
+    /// Every listed document counts as changed, and git sources are read
+    /// whole (a forced re-index).
+    pub force: bool,
+    /// Progress display (`ProgressBar::hidden()` for none).
+    pub progress: ProgressBar,
+}
+
+/// Where a listed document's bytes are.
+#[derive(Debug, Clone)]
+enum Content {
+    /// A file on disk, read when its turn comes.
+    File(PathBuf),
+    /// A fetched page, with its media type.
+    Fetched {
+        media_type: &'static str,
+        body: Vec<u8>,
+    },
+}
+
+/// A document as its source lists it.
+#[derive(Debug, Clone)]
+struct Listed {
+    uri: String,
+    content: Content,
+}
+
+/// A new or changed document, read, ready to be chunked.
+#[derive(Debug, Clone)]
+pub struct ChangedDocument {
+    /// Its id in the project.
+    pub document_id: DocumentId,
+    /// Its uri (repo-relative path or URL).
+    pub uri: String,
+    /// The media type of a fetched page (`text/html`…); empty for files,
+    /// which are judged by their uri and bytes.
+    pub media_type: &'static str,
+    /// Its bytes.
+    pub content: Vec<u8>,
+    /// sha256 of `content`.
+    pub content_hash: String,
+    /// What the catalog recorded for it, if anything.
+    pub previous: Option<DocumentRecord>,
+}
+
+/// One step of a [`ChangeSet`].
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// New or changed: chunk and index it.
+    Index(Box<ChangedDocument>),
+    /// The catalog holds this content with the expected identity.
+    Unchanged {
+        /// The document's uri.
+        uri: String,
+    },
+    /// It is listed but could not be read.
+    Unreadable(Issue),
+}
+
+/// Lists sources and compares them with the catalog.
+#[derive(Debug, Clone)]
+pub struct ChangePlanner {
+    selection: DirSelection,
+    skip_dirs: Vec<String>,
+    crawl: CrawlConfig,
+    checkout_root: PathBuf,
+    git_policy: GitPolicy,
+    max_file_bytes: u64,
+}
+
+impl ChangePlanner {
+    /// A planner selecting files as `[sources]` says, crawling sites as
+    /// `[crawl]` says; git checkouts are kept under `checkout_root`.
+    pub fn new(
+        sources: &SourcesConfig,
+        crawl: &CrawlConfig,
+        checkout_root: impl Into<PathBuf>,
+    ) -> Result<Self, PlanError> {
+        Ok(Self {
+            selection: DirSelection::new(sources).map_err(PlanError::Selection)?,
+            skip_dirs: sources.skip_dirs.clone(),
+            crawl: crawl.clone(),
+            checkout_root: checkout_root.into(),
+            git_policy: GitPolicy::local(),
+            max_file_bytes: u64::MAX,
+        })
+    }
+
+    /// The same planner, reading no file larger than `limit` bytes
+    /// (`chunking.max_file_bytes`): a larger one is reported, not read, and
+    /// what was indexed of it stays.
+    pub fn with_max_file_bytes(mut self, limit: u64) -> Self {
+        self.max_file_bytes = limit;
+        self
+    }
+
+    /// The same planner, with git limited to what `policy` allows (the
+    /// distributed crawler's is `crawl.git_protocols` and public addresses;
+    /// `weft index` trusts the user's own git, [`GitPolicy::local`]).
+    pub fn with_git_policy(mut self, policy: GitPolicy) -> Self {
+        self.git_policy = policy;
+        self
+    }
+
+    /// Where the checkout of `project`'s git source is kept.
+    pub fn checkout_dir(&self, project: &str) -> PathBuf {
+        self.checkout_root.join(sources::checkout_name(project))
+    }
+
+    /// Lists `spec` as `project` and prepares the comparison with what
+    /// `catalog` records for the project.
+    ///
+    /// A git source is diffed against the last indexed commit when the
+    /// catalog recorded one for the same URL, the commit still exists, no
+    /// document is recorded with another identity and the plan is not
+    /// forced; otherwise its checkout is walked whole.
+    pub async fn plan(
+        &self,
+        catalog: &dyn Catalog,
+        spec: &SourceSpec,
+        project: &str,
+        options: &PlanOptions,
+    ) -> Result<ChangeSet, PlanError> {
+        if let Some(problem) = weft_core::project_problem(project) {
+            return Err(PlanError::Project {
+                project: project.to_owned(),
+                problem,
+            });
+        }
+        let known: HashMap<DocumentId, DocumentRecord> = catalog
+            .documents(Some(project))
+            .await?
+            .into_iter()
+            .map(|r| (r.document_id.clone(), r))
+            .collect();
+        let previous_state = catalog.project(project).await?;
+        let mut set = ChangeSet {
+            project: project.to_owned(),
+            source: spec.display(),
+            revision: None,
+            diffed_from: None,
+            outdated: known
+                .values()
+                .filter(|r| !options.matches_identity(&r.identity))
+                .count(),
+            errors: Vec::new(),
+            unchanged: 0,
+            skipped: Vec::new(),
+            listed: Vec::new().into_iter(),
+            listed_count: 0,
+            complete: true,
+            deleted_uris: Vec::new(),
+            known,
+            seen: HashSet::new(),
+            options: options.clone(),
+            max_file_bytes: self.max_file_bytes,
+        };
+        let progress = &options.progress;
+        let listed: Vec<Listed> = match spec {
+            SourceSpec::Dir(path) => self.walk(path, &mut set),
+            SourceSpec::Git(url) => {
+                let git_error = |error| PlanError::Git {
+                    source_name: spec.display(),
+                    error,
+                };
+                let repo =
+                    GitRepo::with_policy(url, &self.checkout_dir(project), self.git_policy.clone());
+                progress.set_message(format!("fetching {}", spec.display()));
+                let head = repo.sync().map_err(git_error)?;
+                set.revision = Some(head.clone());
+                let base = previous_state
+                    .filter(|s| s.source == spec.display())
+                    .and_then(|s| s.revision)
+                    .filter(|rev| !options.force && set.outdated == 0 && repo.has_commit(rev));
+                match base {
+                    Some(base) => {
+                        let changes = repo.changes(&base, &head).map_err(git_error)?;
+                        set.complete = false;
+                        set.deleted_uris = changes.deleted;
+                        set.diffed_from = Some(base);
+                        changes
+                            .changed
+                            .into_iter()
+                            .filter(|uri| self.selects_changed_path(uri))
+                            .map(|uri| Listed {
+                                content: Content::File(repo.dir().join(&uri)),
+                                uri,
+                            })
+                            .collect()
+                    }
+                    None => self.walk(repo.dir(), &mut set),
+                }
+            }
+            SourceSpec::Site(url) => {
+                progress.set_message(format!("crawling {}", spec.display()));
+                let (pages, issues) =
+                    sources::crawl(url, &self.crawl, progress)
+                        .await
+                        .map_err(|error| PlanError::Site {
+                            source_name: spec.display(),
+                            error,
+                        })?;
+                set.skipped = issues;
+                pages
+                    .into_iter()
+                    .map(|page| Listed {
+                        uri: page.url.to_string(),
+                        content: Content::Fetched {
+                            media_type: weft_chunking::page_media_type(page.kind),
+                            body: page.body.into_bytes(),
+                        },
+                    })
+                    .collect()
+            }
+        };
+        // One rule for every uri, whatever listed it (a walk, a git diff, a
+        // crawl): a name that could not be a uri is reported, not read.
+        let (listed, refused): (Vec<Listed>, Vec<Listed>) = listed
+            .into_iter()
+            .partition(|l| weft_core::uri_problem(&l.uri).is_none());
+        set.skipped.extend(refused.into_iter().map(|l| Issue {
+            reason: format!(
+                "its path {}: not read",
+                weft_core::uri_problem(&l.uri).unwrap_or_default()
+            ),
+            uri: l.uri.escape_debug().to_string(),
+        }));
+        set.listed_count = listed.len();
+        set.listed = listed.into_iter();
+        Ok(set)
+    }
+
+    fn walk(&self, root: &Path, set: &mut ChangeSet) -> Vec<Listed> {
+        let walk = sources::walk_dir(root, &self.selection);
+        set.errors.extend(walk.errors);
+        set.skipped.extend(walk.skipped);
+        walk.files
+            .into_iter()
+            .map(|(uri, path)| Listed {
+                uri,
+                content: Content::File(path),
+            })
+            .collect()
+    }
+
+    /// Whether a path a git diff names is one a walk of the checkout would
+    /// list: selected by the globs, not hidden, not under a skipped
+    /// directory. (Ignored files are not in git.) So a diffed re-index and a
+    /// full one index the same files.
+    fn selects_changed_path(&self, uri: &str) -> bool {
+        let parts: Vec<&str> = uri.split('/').collect();
+        let hidden = parts.iter().any(|p| p.starts_with('.'));
+        let skipped = parts[..parts.len().saturating_sub(1)]
+            .iter()
+            .any(|p| self.skip_dirs.iter().any(|d| d == p));
+        !hidden && !skipped && self.selection.selects(uri)
+    }
+}
+
+impl PlanOptions {
+    fn matches_identity(&self, recorded: &IndexIdentity) -> bool {
+        match self.compare {
+            Compare::Everything => *recorded == self.expected,
+            Compare::Chunking => recorded.same_chunking(&self.expected),
+        }
+    }
+}
+
+/// The documents of one source compared with the catalog: an iterator of
+/// [`Change`]s (each listed document read in turn), then
+/// [`ChangeSet::removed`].
+#[derive(Debug)]
+pub struct ChangeSet {
+    /// The project.
+    pub project: String,
+    /// The source as recorded in the catalog.
+    pub source: String,
+    /// The checked-out commit, for git sources.
+    pub revision: Option<String>,
+    /// For a git source read by diff: the last indexed commit it was
+    /// diffed from. `None` when the source was read whole.
+    pub diffed_from: Option<String>,
+    /// How many catalogued documents of the project have another identity
+    /// than the expected one (they are indexed again, and a git source is
+    /// read whole).
+    pub outdated: usize,
+    /// Entries that could not be listed (unreadable directories, symlink
+    /// loops) and, once [`ChangeSet::next_document`] has passed them,
+    /// documents that could not be read.
+    pub errors: Vec<Issue>,
+    /// Documents [`ChangeSet::next_document`] passed as unchanged.
+    pub unchanged: usize,
+    /// Documents the source declined to give (robots.txt, not HTML…).
+    pub skipped: Vec<Issue>,
+    listed: std::vec::IntoIter<Listed>,
+    listed_count: usize,
+    complete: bool,
+    deleted_uris: Vec<String>,
+    known: HashMap<DocumentId, DocumentRecord>,
+    seen: HashSet<DocumentId>,
+    options: PlanOptions,
+    max_file_bytes: u64,
+}
+
+impl ChangeSet {
+    /// How many documents the source listed (for a diffed git source: the
+    /// changed files).
+    pub fn listed(&self) -> usize {
+        self.listed_count
+    }
+
+    /// What the catalog records for the project's source after this run.
+    pub fn project_state(&self) -> ProjectState {
+        ProjectState {
+            source: self.source.clone(),
+            revision: self.revision.clone(),
+            indexed_at: ProjectState::now(),
+        }
+    }
+
+    /// The catalogued documents the source no longer has: for a whole
+    /// listing, every record not listed; for a git diff, the deleted paths
+    /// that were indexed. Complete once the iteration has ended.
+    pub fn removed(&self) -> Vec<DocumentRecord> {
+        let mut gone: Vec<DocumentRecord> = if self.complete {
+            self.known
+                .values()
+                .filter(|r| !self.seen.contains(&r.document_id))
+                .cloned()
+                .collect()
+        } else {
+            self.deleted_uris
+                .iter()
+                .filter_map(|uri| self.known.get(&DocumentId::new(&self.project, uri)))
+                .filter(|r| !self.seen.contains(&r.document_id))
+                .cloned()
+                .collect()
+        };
+        gone.sort_by(|a, b| a.uri.cmp(&b.uri));
+        gone
+    }
+
+    /// The next document to index: unchanged documents are counted in
+    /// [`ChangeSet::unchanged`] and unreadable ones added to
+    /// [`ChangeSet::errors`] on the way.
+    pub fn next_document(&mut self) -> Option<ChangedDocument> {
+        loop {
+            match self.next()? {
+                Change::Index(document) => return Some(*document),
+                Change::Unchanged { .. } => self.unchanged += 1,
+                Change::Unreadable(issue) => self.errors.push(issue),
+            }
+        }
+    }
+
+    fn up_to_date(&self, record: &DocumentRecord, hash: &str) -> bool {
+        !self.options.force
+            && record.content_hash == hash
+            && self.options.matches_identity(&record.identity)
+    }
+}
+
+impl Iterator for ChangeSet {
+    type Item = Change;
+
+    fn next(&mut self) -> Option<Change> {
+        let Listed { uri, content } = self.listed.next()?;
+        self.options.progress.inc(1);
+        let document_id = DocumentId::new(&self.project, &uri);
+        self.seen.insert(document_id.clone());
+        let (content, media_type) = match content {
+            Content::File(path) => match sources::read_listed_file(&path, self.max_file_bytes) {
+                Ok(bytes) => (bytes, ""),
+                Err(reason) => {
+                    return Some(Change::Unreadable(Issue { uri, reason }));
+                }
+            },
+            Content::Fetched { media_type, body } => (body, media_type),
+        };
+        let hash = content_hash(&content);
+        let previous = self.known.get(&document_id);
+        if previous.is_some_and(|r| self.up_to_date(r, &hash)) {
+            return Some(Change::Unchanged { uri });
+        }
+        Some(Change::Index(Box::new(ChangedDocument {
+            previous: previous.cloned(),
+            document_id,
+            uri,
+            media_type,
+            content,
+            content_hash: hash,
+        })))
+    }
+}

@@ -1,0 +1,462 @@
+//! `weft index` over the data directory: the sources indexed into a new
+//! generation built beside the live one, switched to when complete, so no
+//! reader ever sees an index half written or emptied (DESIGN §6, the
+//! embedded form of "re-index without downtime").
+//!
+//! With server stores (`[stores]` naming Qdrant or Meilisearch) the run
+//! writes the live indexes in place, as the distributed embedders do: the
+//! servers serve readers and writers at once, and their generations are
+//! built by `weft-crawler --rebuild`.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use indicatif::ProgressBar;
+use serde::Serialize;
+use weft_config::WeftConfig;
+use weft_core::ports::{Catalog, Embedder, PortError};
+
+use crate::indexer::{IndexError, IndexOptions, IndexSummary, Indexer};
+use weft_config::Locations;
+use weft_sources::SourceSpec;
+use weft_wiring::generations::{
+    Collected, GenerationBuild, GenerationCounts, SwitchError, collect_garbage,
+};
+use weft_wiring::{self as wiring, Load, WiringError};
+use weft_wiring::{DataDirError, IndexStores};
+
+/// One source of a run.
+#[derive(Debug, Clone)]
+pub struct RunSource {
+    /// The source.
+    pub spec: SourceSpec,
+    /// Its project (default: derived from the source).
+    pub project: Option<String>,
+}
+
+/// How the run treats the index.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Cut and write every document of the sources again (`--reindex`): a
+    /// new generation, switched to when complete. With another embedding
+    /// model than the live generation's, every project the data directory
+    /// holds is indexed again, from the source it was indexed from.
+    pub rebuild: bool,
+}
+
+/// What happened to the generations.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct GenerationOutcome {
+    /// The live generation after the run.
+    pub live: Option<u32>,
+    /// The live generation before it.
+    pub previous: Option<u32>,
+    /// The generation the run wrote (none: nothing changed, or the stores
+    /// are written in place).
+    pub written: Option<u32>,
+    /// Whether the run switched to it.
+    pub switched: bool,
+    /// Bytes of the live generation's indexes copied to start it.
+    pub copied_bytes: u64,
+    /// What its stores hold, checked before the switch.
+    pub counts: Option<GenerationCounts>,
+    /// Old generations removed, and those kept because a process still reads them.
+    pub collected: Collected,
+}
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct RunOutcome {
+    /// Each source's summary, in order.
+    pub summaries: Vec<IndexSummary>,
+    /// Sources that failed as a whole, with the error.
+    pub failed: Vec<(String, IndexError)>,
+    /// The generations.
+    pub generation: GenerationOutcome,
+}
+
+/// Why a run did not happen or did not switch.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The data directory could not be read or written.
+    #[error(transparent)]
+    DataDir(#[from] DataDirError),
+    /// The stores or the model could not be set up.
+    #[error(transparent)]
+    Wiring(#[from] WiringError),
+    /// The live index was made with another model.
+    #[error(
+        "{dir} holds vectors of {indexed}, not of the configured {configured}; `weft index --reindex` builds a new generation with {configured} (every project is indexed again from its source), or use another --data-dir"
+    )]
+    OtherModel {
+        /// The data directory.
+        dir: String,
+        /// The live generation's model.
+        indexed: String,
+        /// The configured one.
+        configured: String,
+    },
+    /// A project that must be indexed again cannot be.
+    #[error("project {project}: {message}")]
+    Project {
+        /// The project.
+        project: String,
+        /// Why.
+        message: String,
+    },
+    /// A store failed.
+    #[error(transparent)]
+    Port(#[from] PortError),
+    /// The indexer could not be set up.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// The new generation was not switched to; the live one stays.
+    #[error("{0}; the live generation is unchanged")]
+    Switch(#[from] SwitchError),
+    /// A rebuild lost sources: switching would drop what they held.
+    #[error(
+        "not switching to generation {generation}: {count} source(s) failed ({first}); the live generation is unchanged"
+    )]
+    Incomplete {
+        /// The generation not switched to.
+        generation: u32,
+        /// Failed sources.
+        count: usize,
+        /// The first failure.
+        first: String,
+    },
+}
+
+/// Indexes `sources` into the data directory `config` and `locations`
+/// name: into a new generation switched to when complete (embedded
+/// stores), or in place (server stores). `progress` makes each source's
+/// progress bar; `on_wait` is called when another `weft index` holds the
+/// data directory (the run then waits); `on_summary` sees each source's
+/// summary as it is done.
+pub async fn index_sources(
+    config: &WeftConfig,
+    locations: &Locations,
+    sources: Vec<RunSource>,
+    options: RunOptions,
+    progress: &(dyn Fn() -> ProgressBar + Sync),
+    on_wait: impl FnOnce(),
+    on_summary: &mut (dyn FnMut(&IndexSummary) + Send),
+) -> Result<RunOutcome, RunError> {
+    let data = weft_wiring::DataDir::new(&locations.data_dir);
+    let all_embedded = config.stores.vector == weft_config::VectorStoreKind::Embedded
+        && config.stores.text == weft_config::TextStoreKind::Embedded;
+    let _writer = data.lock_writer(on_wait)?;
+    if !all_embedded {
+        return in_place(config, locations, sources, options, progress, on_summary).await;
+    }
+    let embedder = wiring::embedder(config, locations, Load::WhenNeeded).await?;
+    let live_meta = data.meta()?;
+    let model_changed = live_meta
+        .as_ref()
+        .is_some_and(|m| m.model != embedder.model_id() || m.dimension != embedder.dimension());
+    if model_changed && !options.rebuild {
+        return Err(RunError::OtherModel {
+            dir: data.path().display().to_string(),
+            indexed: live_meta.map(|m| m.model).unwrap_or_default(),
+            configured: embedder.model_id().to_owned(),
+        });
+    }
+    let build = GenerationBuild::begin(
+        &data,
+        embedder.model_id(),
+        embedder.dimension(),
+        model_changed,
+    )?;
+    let result = build_generation(
+        config,
+        locations,
+        &build,
+        embedder,
+        sources,
+        options,
+        model_changed,
+        progress,
+        on_summary,
+    )
+    .await;
+    match result {
+        Ok(mut outcome) => {
+            // The switch is done: a generation that cannot be removed now
+            // is removed by a later run.
+            match collect_garbage(&data) {
+                Ok(collected) => outcome.generation.collected = collected,
+                Err(e) => tracing::warn!("cannot remove old index generations yet: {e}"),
+            }
+            Ok(outcome)
+        }
+        Err(e) => {
+            // The live generation stays; what was built is dropped, unless
+            // it is an interrupted first index worth continuing.
+            if let Err(abort) = build.abort(&e.to_string()) {
+                tracing::warn!("could not remove the unfinished generation: {abort}");
+            }
+            Err(e)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn build_generation(
+    config: &WeftConfig,
+    locations: &Locations,
+    build: &GenerationBuild,
+    embedder: Arc<dyn Embedder>,
+    mut sources: Vec<RunSource>,
+    options: RunOptions,
+    model_changed: bool,
+    progress: &(dyn Fn() -> ProgressBar + Sync),
+    on_summary: &mut (dyn FnMut(&IndexSummary) + Send),
+) -> Result<RunOutcome, RunError> {
+    let data = weft_wiring::DataDir::new(&locations.data_dir);
+    let target = build.target.clone();
+    let mut outcome = RunOutcome::default();
+    outcome.generation.previous = build.live.as_ref().map(|g| g.number());
+    outcome.generation.written = Some(target.number());
+    if model_changed {
+        // Every project of the live generation comes again, from its source.
+        add_live_projects(build, &mut sources).await?;
+    }
+    build.copy_catalog()?;
+    let catalog: Arc<dyn Catalog> = Arc::new(target.open_catalog()?);
+    let copied = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let open: crate::indexer::OpenIndexes = {
+        let (build_target, live, fresh, resumed) = (
+            target.clone(),
+            build.live.clone(),
+            build.fresh,
+            build.resumed,
+        );
+        let (model, dimension) = (embedder.model_id().to_owned(), embedder.dimension());
+        let copied = copied.clone();
+        Box::new(move || {
+            let (target, live, model, copied) = (
+                build_target.clone(),
+                live.clone(),
+                model.clone(),
+                copied.clone(),
+            );
+            Box::pin(async move {
+                let opened =
+                    tokio::task::spawn_blocking(move || -> Result<IndexStores, DataDirError> {
+                        let probe = GenerationBuild {
+                            target: target.clone(),
+                            live,
+                            fresh,
+                            resumed,
+                        };
+                        copied.store(probe.copy_indexes()?, std::sync::atomic::Ordering::Relaxed);
+                        target.open_indexes(&model, dimension)
+                    })
+                    .await
+                    .map_err(|e| {
+                        IndexError::Port(PortError::new(
+                            "opening the new generation",
+                            e.to_string(),
+                        ))
+                    })?;
+                opened.map_err(|e| IndexError::Port(PortError::new("data directory", e)))
+            })
+        })
+    };
+    let indexer =
+        Indexer::on_first_write(catalog.clone(), open, embedder, config, data.sources_dir())?;
+    for source in &sources {
+        let run_options = IndexOptions {
+            project: source.project.clone(),
+            reindex: options.rebuild && !model_changed,
+            progress: progress(),
+        };
+        match indexer.index(&source.spec, &run_options).await {
+            Ok(summary) => {
+                on_summary(&summary);
+                outcome.summaries.push(summary);
+            }
+            Err(e) => {
+                run_options.progress.finish_and_clear();
+                outcome.failed.push((source.spec.display(), e));
+            }
+        }
+    }
+    if build.fresh && build.live.is_some() && !outcome.failed.is_empty() {
+        let (source, error) = &outcome.failed[0];
+        return Err(RunError::Incomplete {
+            generation: target.number(),
+            count: outcome.failed.len(),
+            first: format!("{source}: {error}"),
+        });
+    }
+    // An index in an older text format than this weft reads is rebuilt
+    // (in the new generation) even when no document changed; a continued
+    // first index is switched to even when its interrupted run had
+    // written everything.
+    let outdated = build
+        .live
+        .as_ref()
+        .is_some_and(|live| weft_wiring::text_is_outdated(live.path()));
+    if indexer.written_stores().is_none() && (outdated || build.resumed) {
+        indexer.stores().await?;
+    }
+    let Some(stores) = indexer.written_stores().cloned() else {
+        // Nothing changed: the live generation stays as it is.
+        drop(indexer);
+        drop(catalog);
+        build.abort("nothing to write")?;
+        outcome.generation.written = None;
+        outcome.generation.live = build.live.as_ref().map(|g| g.number());
+        return Ok(outcome);
+    };
+    stores.vectors.commit().await?;
+    stores.text.commit().await?;
+    // A generation never goes live without a project the live one has
+    // (no command removes projects: losing one is a bug or a cut-short copy).
+    if let Some(live) = &build.live {
+        let before = project_names(live)?;
+        let after: HashSet<String> = stores
+            .catalog
+            .projects()
+            .await?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        if let Some(missing) = before.iter().find(|p| !after.contains(*p)) {
+            return Err(RunError::Project {
+                project: missing.clone(),
+                message: format!(
+                    "generation {} does not hold it; not switching (the live generation is unchanged)",
+                    target.number()
+                ),
+            });
+        }
+    }
+    let counts = GenerationCounts::of(&stores).await?;
+    // Every handle closed before the switch, so readers can open it.
+    drop(stores);
+    drop(indexer);
+    drop(catalog);
+    build.switch(counts)?;
+    outcome.generation.counts = Some(counts);
+    outcome.generation.switched = true;
+    outcome.generation.live = Some(target.number());
+    outcome.generation.copied_bytes = copied.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(outcome)
+}
+
+/// The projects a generation's catalog records (read from a copy: a reader
+/// may hold it open).
+fn project_names(generation: &weft_wiring::GenerationDir) -> Result<HashSet<String>, RunError> {
+    let from = generation.catalog_path();
+    if !from.exists() {
+        return Ok(HashSet::new());
+    }
+    let scratch = tempfile_path(&from);
+    std::fs::copy(&from, &scratch).map_err(|e| DataDirError::Io {
+        path: from.clone(),
+        source: e,
+    })?;
+    let names = weft_catalog_redb::RedbCatalog::open(&scratch)
+        .map_err(|e| PortError::new("catalog", e))
+        .and_then(|c| c.projects().map_err(|e| PortError::new("catalog", e)));
+    let _ = std::fs::remove_file(&scratch);
+    Ok(names?.into_iter().map(|(name, _)| name).collect())
+}
+
+/// A scratch path beside `path`, unique to this process.
+fn tempfile_path(path: &std::path::Path) -> std::path::PathBuf {
+    path.with_extension(format!("redb.read-{}", std::process::id()))
+}
+
+/// Adds the live generation's projects that `sources` does not name, each
+/// from the source it was indexed from.
+async fn add_live_projects(
+    build: &GenerationBuild,
+    sources: &mut Vec<RunSource>,
+) -> Result<(), RunError> {
+    let Some(live) = &build.live else {
+        return Ok(());
+    };
+    let from = live.catalog_path();
+    if !from.exists() {
+        return Ok(());
+    }
+    // Read from a copy: a reader may hold the live catalog open.
+    let scratch = tempfile_path(&from);
+    std::fs::copy(&from, &scratch).map_err(|e| DataDirError::Io {
+        path: from.clone(),
+        source: e,
+    })?;
+    let projects = {
+        let catalog = weft_catalog_redb::RedbCatalog::open(&scratch)
+            .map_err(|e| PortError::new("catalog", e))?;
+        catalog
+            .projects()
+            .map_err(|e| PortError::new("catalog", e))?
+    };
+    let _ = std::fs::remove_file(&scratch);
+    let named: HashSet<String> = sources
+        .iter()
+        .map(|s| {
+            s.project
+                .clone()
+                .unwrap_or_else(|| s.spec.default_project())
+        })
+        .collect();
+    for (project, state) in projects {
+        if named.contains(&project) {
+            continue;
+        }
+        let spec = SourceSpec::parse(&state.source).map_err(|message| RunError::Project {
+            project: project.clone(),
+            message: format!(
+                "its recorded source {:?} cannot be read again: {message}",
+                state.source
+            ),
+        })?;
+        sources.push(RunSource {
+            spec,
+            project: Some(project),
+        });
+    }
+    Ok(())
+}
+
+/// A run over server stores: in place, as before generations.
+async fn in_place(
+    config: &WeftConfig,
+    locations: &Locations,
+    sources: Vec<RunSource>,
+    options: RunOptions,
+    progress: &(dyn Fn() -> ProgressBar + Sync),
+    on_summary: &mut (dyn FnMut(&IndexSummary) + Send),
+) -> Result<RunOutcome, RunError> {
+    let data = weft_wiring::DataDir::new(&locations.data_dir);
+    let catalog = Arc::new(data.open_catalog()?);
+    let (stores, embedder, _) =
+        wiring::open_for_writing(config, locations, catalog, Load::WhenNeeded).await?;
+    let indexer = Indexer::new(stores, embedder, config, data.sources_dir())?;
+    let mut outcome = RunOutcome::default();
+    for source in &sources {
+        let run_options = IndexOptions {
+            project: source.project.clone(),
+            reindex: options.rebuild,
+            progress: progress(),
+        };
+        match indexer.index(&source.spec, &run_options).await {
+            Ok(summary) => {
+                on_summary(&summary);
+                outcome.summaries.push(summary);
+            }
+            Err(e) => {
+                run_options.progress.finish_and_clear();
+                outcome.failed.push((source.spec.display(), e));
+            }
+        }
+    }
+    outcome.generation.live = data.live()?.map(|g| g.number());
+    outcome.generation.previous = outcome.generation.live;
+    Ok(outcome)
+}

@@ -1,0 +1,54 @@
+//! `weft-crawler SOURCE… | --manifest FILE`: the crawl job.
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use weft_sources::SourceSpec;
+
+use crate::args::Args;
+
+/// Crawls the sources of the command line and of `--manifest`, and prints
+/// the job's summary.
+pub async fn run(args: &Args, service: weft_startup::Service) -> anyhow::Result<ExitCode> {
+    let mut work: Vec<(SourceSpec, String)> = Vec::new();
+    for source in &args.sources {
+        let spec = SourceSpec::parse(source).map_err(anyhow::Error::msg)?;
+        let project = args
+            .project
+            .clone()
+            .unwrap_or_else(|| spec.default_project());
+        work.push((spec, project));
+    }
+    if let Some(manifest) = &args.manifest {
+        work.extend(weft_crawler::Manifest::load(manifest)?);
+    }
+    if work.is_empty() {
+        anyhow::bail!("nothing to crawl: give SOURCE arguments or --manifest FILE");
+    }
+    if args.concurrency == 0 {
+        anyhow::bail!("--concurrency must be at least 1");
+    }
+    let locations = args.locations.resolve(&service.config);
+    let checkout_dir = args
+        .checkout_dir
+        .clone()
+        .unwrap_or_else(|| weft_wiring::DataDir::new(&locations.data_dir).sources_dir());
+    let jet = service.connect_nats().await?;
+    let crawler = weft_crawler::Crawler::new(jet.clone(), &service.config, checkout_dir).await?;
+    let options = weft_crawler::JobOptions {
+        reindex: args.reindex,
+        rebuild: args.rebuild,
+        concurrency: args.concurrency,
+        wait: Duration::from_secs(args.wait_secs),
+        resume_within: Duration::from_secs(args.resume_within_secs),
+        grace: Duration::from_secs(service.config.generations.grace_secs),
+        progress: std::io::stderr().is_terminal() && !args.json,
+        ..Default::default()
+    };
+    let summary = crawler
+        .run_job(&work, &service.config, &locations, &options)
+        .await?;
+    super::print(args.json, &summary, &summary)?;
+    Ok(ExitCode::from(summary.exit_code()))
+}
