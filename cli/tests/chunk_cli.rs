@@ -223,3 +223,53 @@ fn configuration_comes_from_weft_toml_and_env_and_bad_keys_are_named() {
         stderr(&out)
     );
 }
+
+/// `weft chunk DIR --json | head -c 300`: the reader goes away after a few
+/// hundred bytes of a large output; weft ends quietly (by SIGPIPE, as a Unix
+/// filter does), with no panic and no "Broken pipe" message.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..400 {
+        let body: String = (0..20)
+            .map(|j| format!("    /** Step {j}. */\n    void step{j}() {{ run({i}, {j}); }}\n"))
+            .collect();
+        std::fs::write(
+            dir.path().join(format!("C{i}.java")),
+            format!("class C{i} {{\n{body}}}\n"),
+        )
+        .unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(["chunk", ".", "--json"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("weft runs");
+    let mut head = [0u8; 300];
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_exact(&mut head)
+        .expect("300 bytes of output");
+    // The pipe's reading end is closed here, with most of the output unread.
+    let out = child.wait_with_output().expect("weft ends");
+    let stderr = stderr(&out);
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+        "a closed stdout must end weft quietly: {stderr}"
+    );
+    use std::os::unix::process::ExitStatusExt as _;
+    assert!(
+        out.status.success() || out.status.signal() == Some(libc_sigpipe()),
+        "{:?}",
+        out.status
+    );
+}
+
+fn libc_sigpipe() -> i32 {
+    13
+}
