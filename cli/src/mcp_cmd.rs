@@ -10,6 +10,7 @@ use anyhow::{Context as _, bail};
 use async_trait::async_trait;
 use clap::Args;
 use weft_index::{RunOptions, RunSource};
+use weft_core::query::RequestBounds;
 use weft_mcp::{
     Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, IndexRunner, McpOptions,
     PartsProvider, WeftMcp,
@@ -55,12 +56,9 @@ pub struct McpArgs {
 }
 
 pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCode> {
-    if args.max_tokens == 0 || args.max_tokens > weft_mcp::MAX_TOKENS_LIMIT {
-        bail!(
-            "--max-tokens {} is not within 1..={}",
-            args.max_tokens,
-            weft_mcp::MAX_TOKENS_LIMIT
-        );
+    let bounds = RequestBounds::default();
+    if let Err(e) = bounds.check_max_tokens(args.max_tokens) {
+        bail!("--max-tokens {}", e.problem);
     }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
@@ -109,6 +107,7 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
             indexer,
             McpOptions {
                 default_max_tokens: args.max_tokens,
+                bounds,
             },
         );
         match &args.http {

@@ -4,11 +4,11 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Args;
 use serde_json::{Value, json};
 use weft_core::ContentType;
-use weft_core::query::{SearchMode, SearchRequest, SearchResponse};
+use weft_core::query::{DEFAULT_LIMIT, RequestError, SearchMode, SearchRequest, SearchResponse};
 use weft_core::retrieval::SearchFilter;
 use weft_wiring::QueryEmbedder;
 
@@ -36,8 +36,9 @@ pub struct SearchArgs {
     #[arg(long, value_name = "PREFIX")]
     pub path: Option<String>,
 
-    /// Number of hits (matched chunks) before neighbour expansion.
-    #[arg(long, default_value_t = 10)]
+    /// Number of hits (matched chunks) before neighbour expansion, at most
+    /// `query.max_limit` (100).
+    #[arg(long, default_value_t = DEFAULT_LIMIT)]
     pub limit: usize,
 
     /// hybrid (vector and text, fused), vector, or text (no model needed).
@@ -81,12 +82,6 @@ pub enum PackFormat {
 }
 
 pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<ExitCode> {
-    if args.query.trim().is_empty() {
-        bail!("the query is empty");
-    }
-    if args.max_tokens == Some(0) {
-        bail!("--max-tokens must be at least 1");
-    }
     let content_types = args
         .content_type
         .iter()
@@ -96,13 +91,7 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let ctx = Context::load(config_file, &args.store)?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let need = match args.mode {
-        SearchMode::Text => QueryEmbedder::NotNeeded,
-        _ => QueryEmbedder::Needed,
-    };
-    let stack = runtime.block_on(ctx.open_query(need))?;
-    let engine = stack.engine.clone();
+    // Held to the query API's bounds (`[query]`), before anything is opened.
     let request = SearchRequest {
         query: args.query.clone(),
         filter: SearchFilter {
@@ -115,8 +104,21 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         mode: args.mode,
         expand: !args.no_expand,
         adjacency: None,
-        rerank: engine.has_reranker(),
+        rerank: false,
         max_tokens: args.max_tokens,
+    }
+    .checked(&weft_server::request_bounds(&ctx.config.query))
+    .map_err(refusal)?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let need = match args.mode {
+        SearchMode::Text => QueryEmbedder::NotNeeded,
+        _ => QueryEmbedder::Needed,
+    };
+    let stack = runtime.block_on(ctx.open_query(need))?;
+    let engine = stack.engine.clone();
+    let request = SearchRequest {
+        rerank: engine.has_reranker(),
+        ..request
     };
     let response = runtime.block_on(engine.search(&request))?;
     if let Some(max_tokens) = args.max_tokens {
@@ -132,6 +134,21 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         print_text(args, &response)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A search out of bounds, naming the argument as the command line spells
+/// it: `--max-tokens must be at least 1`, `the query is empty`.
+fn refusal(e: RequestError) -> anyhow::Error {
+    let argument = match e.field {
+        "query" => "the query",
+        "limit" => "--limit",
+        "max_tokens" => "--max-tokens",
+        "projects" => "--project",
+        "languages" => "--language",
+        "path_prefix" => "--path",
+        other => other,
+    };
+    anyhow::anyhow!("{argument} {}", e.problem)
 }
 
 /// DESIGN §7: results[] → spans[] → chunks[] (chunk fields plus matched,

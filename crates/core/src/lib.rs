@@ -7,6 +7,19 @@
 //! Nothing here does I/O. Other crates depend on `weft-core`; it depends on
 //! nothing heavy.
 //!
+//! Modules:
+//!
+//! - ids and chunks (at the root): [`DocumentId`], [`ChunkId`], [`Chunk`],
+//!   the uri and project rules;
+//! - [`invariants`]: what every chunker's output must satisfy;
+//! - [`ports`]: the traits adapters implement (stores, embedders, rerankers);
+//! - [`generations`]: index generations: the live one, rebuilds, removal;
+//! - [`query`]: the query engine (DESIGN §5) and [`query::RequestBounds`],
+//!   what one search may ask for, checked alike by every surface;
+//! - [`retrieval`]: fusion, boosts, neighbour planning, spans, and context
+//!   packing (`retrieval/pack/`: token counting, citations, packing into a
+//!   budget, `get_context`'s expansion, Markdown rendering).
+//!
 //! ```
 //! use weft_core::{ChunkId, DocumentId};
 //!

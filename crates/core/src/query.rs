@@ -1,12 +1,22 @@
 //! The query pipeline of DESIGN §5 over the ports: embed the query (cached),
 //! vector and text search concurrently with the same filter, fusion, boosts,
 //! **one** batched fetch of every planned neighbour, spans, optional rerank.
+//! What one request may ask for is [`RequestBounds`], checked by
+//! [`SearchRequest::checked`] (module `bounds`), the same for every surface.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+
+mod bounds;
+
+pub use bounds::{
+    DEFAULT_LIMIT, MAX_FILTER_VALUE_CHARS, MAX_FILTER_VALUES, MAX_LIMIT, MAX_PACK_TOKENS,
+    MAX_PATH_PREFIX_BYTES, MAX_QUERY_CHARS, MAX_RESPONSE_CHUNKS, MAX_WINDOW, RequestBounds,
+    RequestError, RequestErrorKind,
+};
 
 use crate::chunk::split_camel_case;
 use crate::ports::{Embedder, PortResult, Reranker, TextIndex, VectorIndex};
@@ -50,7 +60,8 @@ pub struct SearchRequest {
     /// Filters applied by both retrievers.
     pub filter: SearchFilter,
     /// Number of hits (matched chunks) wanted before expansion (twice as
-    /// many with `max_tokens`).
+    /// many with `max_tokens`); 0 is unset: [`SearchRequest::checked`] makes
+    /// it the default ([`RequestBounds::default_limit`]).
     pub limit: usize,
     /// Retrievers to use.
     pub mode: SearchMode,

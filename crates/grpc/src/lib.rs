@@ -6,11 +6,11 @@
 //!
 //! Hostile requests get an answer naming what is wrong and cost no more
 //! than a good one: every field is checked against bounds
-//! ([`weft_proto::query::RequestBounds`]: `query.max_query_chars`,
-//! `query.max_limit`, filter and expansion limits) → `INVALID_ARGUMENT`; a
-//! project or document that is not indexed → `NOT_FOUND`; a chunk range
-//! past a document's end → `OUT_OF_RANGE`; a passed deadline →
-//! `DEADLINE_EXCEEDED` ([`deadline`]).
+//! ([`RequestBounds`], the check every weft surface makes:
+//! `query.max_query_chars`, `query.max_limit`, filter, expansion and budget
+//! limits) → `INVALID_ARGUMENT`; a project or document that is not indexed
+//! → `NOT_FOUND`; a chunk range past a document's end → `OUT_OF_RANGE`; a
+//! passed deadline → `DEADLINE_EXCEEDED` ([`deadline`]).
 //!
 //! [`QueryServer`] implements the service over any stores; [`serve`] runs it
 //! on a listener until a shutdown future completes; [`run`] is the whole
@@ -31,10 +31,9 @@ use std::time::{Duration, Instant};
 use tonic::{Request, Response, Status};
 use weft_config::WeftConfig;
 use weft_core::ports::VectorIndex;
-use weft_core::query::{QueryEngine, QueryError};
+use weft_core::query::{QueryEngine, QueryError, RequestBounds, RequestError};
 use weft_core::retrieval::SearchFilter;
 use weft_core::{ChunkId, DocumentId};
-use weft_proto::query::RequestBounds;
 use weft_proto::v1;
 use weft_proto::v1::query_service_server::QueryServiceServer;
 use weft_telemetry::trace::{Kind, TRACEPARENT, TraceContext, TraceSpan, start_span};
@@ -188,6 +187,25 @@ impl QueryServer {
     }
 }
 
+/// The bounds of `[query]`: `max_query_chars` and `max_limit` from the
+/// settings, the rest [`RequestBounds`]' defaults. The query service,
+/// `weft serve` and `weft search` hold requests to these.
+pub fn request_bounds(config: &weft_config::QueryServiceConfig) -> RequestBounds {
+    RequestBounds {
+        max_query_chars: config.max_query_chars,
+        max_limit: config.max_limit as usize,
+        ..RequestBounds::default()
+    }
+}
+
+/// A search request out of bounds: `INVALID_ARGUMENT` whatever its kind.
+/// gRPC's `OUT_OF_RANGE` is for a value that may become valid as the
+/// system changes (reading past a document's end); a bound does not move
+/// with the index.
+fn status_of_request(error: RequestError) -> Status {
+    Status::invalid_argument(format!("weft.v1.SearchRequest.{error}"))
+}
+
 fn status_of(error: QueryError) -> Status {
     match error {
         QueryError::NoEmbedder | QueryError::NoReranker => {
@@ -261,14 +279,14 @@ impl v1::query_service_server::QueryService for QueryServer {
             let pinned = self.pin();
             let request = request.into_inner();
             let explain = request.explain;
-            let packing = weft_proto::query::pack_options(&request)
-                .map_err(|e| Status::invalid_argument(e.to_string()))?;
-            let mut domain = weft_proto::query::search_request(
-                request,
-                &pinned.engine.config().adjacency,
-                &self.bounds,
-            )
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            let mut domain =
+                weft_proto::query::search_request(request, &pinned.engine.config().adjacency)
+                    .map_err(|e| Status::invalid_argument(e.to_string()))?
+                    .checked(&self.bounds)
+                    .map_err(status_of_request)?;
+            let packing = domain
+                .max_tokens
+                .map(|max_tokens| weft_core::retrieval::PackOptions { max_tokens });
             let named_projects = domain.filter.projects.clone();
             scope.restrict(&mut domain.filter)?;
             // A project asked for that is not indexed (a typo) is named,
@@ -568,10 +586,9 @@ pub async fn run(
     // Then where the live generation is recorded (e.g. a connection to
     // NATS), then the stores.
     let (server, live) = open(config, locations, source.await?).await?;
-    let server = server.with_auth(auth).with_bounds(RequestBounds {
-        max_query_chars: config.query.max_query_chars,
-        max_limit: config.query.max_limit,
-    });
+    let server = server
+        .with_auth(auth)
+        .with_bounds(request_bounds(&config.query));
     let _follow = AbortOnDrop(live.follow(FOLLOW_EVERY));
     let listener = bind(listen).await?;
     let addr = listener.local_addr().map_err(|source| ServiceError::Bind {

@@ -12,7 +12,8 @@
 //! error naming what went wrong; the server keeps running. Nothing but the
 //! protocol is written to stdout. Over HTTP, callers are authenticated with
 //! the query API's keys ([`Auth`]) and each reads only its key's
-//! [`Scope`]; every tool argument is held to the query API's bounds.
+//! [`Scope`]; every tool argument is held to the query API's bounds
+//! ([`RequestBounds`], checked by the same code as a gRPC search).
 
 #![warn(missing_docs)]
 
@@ -33,25 +34,18 @@ use rmcp::{
 };
 use serde::Deserialize;
 use serde_json::json;
-use weft_core::query::{SearchMode, SearchRequest};
+use weft_core::query::{MAX_PATH_PREFIX_BYTES, RequestBounds, SearchMode, SearchRequest};
 use weft_core::retrieval::{
-    AdjacencyConfig, ApproxTokenCounter, Citation, ContextPack, ContextTarget, PackOptions,
-    SearchFilter, expand_context, pack,
+    ApproxTokenCounter, Citation, ContextPack, ContextTarget, PackOptions, SearchFilter,
+    expand_context, pack,
 };
 use weft_core::{ChunkId, ContentType, DocumentId};
 pub use weft_grpc::auth::{Auth, Scope};
-use weft_proto::query::{
-    MAX_FILTER_VALUE_CHARS, MAX_FILTER_VALUES, MAX_PATH_PREFIX_BYTES, RequestBounds,
-};
-use weft_proto::v1;
 
 pub use backend::{
     Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, MAX_DOCUMENT_CHUNKS,
     PartsProvider, ProjectInfo, rfc3339,
 };
-
-/// The largest budget a tool call may ask for.
-pub const MAX_TOKENS_LIMIT: usize = 200_000;
 
 /// Indexes a source on request (the `index` tool), in the caller's process.
 #[async_trait]
@@ -70,14 +64,18 @@ pub trait IndexRunner: Send + Sync {
 /// How the server behaves.
 #[derive(Debug, Clone)]
 pub struct McpOptions {
-    /// The budget of `search` and `get_context` when a call gives none.
+    /// The budget of `search` and `get_context` when a call gives none
+    /// (within `bounds.max_tokens`).
     pub default_max_tokens: usize,
+    /// What one tool call may ask for: the query API's bounds.
+    pub bounds: RequestBounds,
 }
 
 impl Default for McpOptions {
     fn default() -> Self {
         Self {
             default_max_tokens: 2000,
+            bounds: RequestBounds::default(),
         }
     }
 }
@@ -259,33 +257,33 @@ fn path_filters(paths: &[String]) -> Result<(Option<String>, Option<GlobSet>), T
     Ok((shared, Some(set)))
 }
 
-fn budget(requested: Option<u32>, default: usize) -> Result<usize, ToolError> {
+/// The budget of a call: `requested`, or `default` when it gives none,
+/// held to `bounds`.
+fn budget(
+    requested: Option<u32>,
+    default: usize,
+    bounds: &RequestBounds,
+) -> Result<usize, ToolError> {
     match requested {
         None => Ok(default),
-        Some(0) => Err(ToolError("max_tokens must be at least 1".into())),
-        Some(n) if n as usize > MAX_TOKENS_LIMIT => Err(ToolError(format!(
-            "max_tokens {n} is over the limit {MAX_TOKENS_LIMIT}"
-        ))),
-        Some(n) => Ok(n as usize),
+        Some(n) => bounds
+            .check_max_tokens(n as usize)
+            .map_err(|e| ToolError(e.to_string())),
     }
 }
 
 /// The search a `search` call asks for, and the globs its results must
 /// match. Every argument is held to the query service's bounds
-/// (`weft_proto::query::search_request`: the query's length and characters,
-/// the limit, each filter list), so a tool call cannot ask for more than a
-/// gRPC request may; the error names the argument.
+/// ([`SearchRequest::checked`]: the query's length and characters, the
+/// limit, each filter list, the budget), so a tool call cannot ask for more
+/// than a gRPC request may; the error names the argument.
 fn search_request(
     p: SearchParams,
     max_tokens: usize,
+    bounds: &RequestBounds,
 ) -> Result<(SearchRequest, Option<GlobSet>), ToolError> {
-    let limit = match p.limit {
-        None => 10,
-        Some(n @ 1..=100) => n as usize,
-        Some(n) => return Err(ToolError(format!("limit {n} is not within 1..=100"))),
-    };
     let paths = p.paths.unwrap_or_default();
-    check_paths(&paths)?;
+    check_paths(&paths, bounds)?;
     let (path_prefix, globs) = path_filters(&paths)?;
     let mode = match p.mode.unwrap_or(ModeParam::Hybrid) {
         ModeParam::Hybrid => SearchMode::Hybrid,
@@ -305,27 +303,25 @@ fn search_request(
             languages: Vec::new(),
             path_prefix,
         },
-        limit,
+        // Unset (0): the default.
+        limit: p.limit.map_or(0, |n| n as usize),
         mode,
         expand: true,
         adjacency: None,
         rerank: true,
         max_tokens: Some(max_tokens),
     };
-    let mut request = weft_proto::query::search_request(
-        v1::SearchRequest::from(&request),
-        &AdjacencyConfig::default(),
-        &RequestBounds::default(),
-    )
-    .map_err(|e| ToolError(format!("{}: {}", argument_name(e.field), e.problem)))?;
+    let mut request = request
+        .checked(bounds)
+        .map_err(|e| ToolError(format!("{}: {}", argument_name(e.field), e.problem)))?;
     // Globs narrow the results after the search: ask for more.
     if globs.is_some() {
-        request.limit = (request.limit * 3).min(100);
+        request.limit = (request.limit * 3).min(bounds.max_limit);
     }
     Ok((request, globs))
 }
 
-/// The tool argument a field of the wire request comes from.
+/// The tool argument a field of the request comes from.
 fn argument_name(field: &str) -> &str {
     match field {
         "path_prefix" => "paths",
@@ -357,20 +353,22 @@ fn check_argument(name: &str, value: Option<&str>, max: usize) -> Result<(), Too
 }
 
 /// Checks the `paths` argument as the query API checks a filter list: at
-/// most [`MAX_FILTER_VALUES`] globs, each no longer than a document uri,
-/// none with control characters.
-fn check_paths(paths: &[String]) -> Result<(), ToolError> {
-    if paths.len() > MAX_FILTER_VALUES {
+/// most `max_filter_values` globs, each no longer than a path prefix, none
+/// with control characters.
+fn check_paths(paths: &[String], bounds: &RequestBounds) -> Result<(), ToolError> {
+    if paths.len() > bounds.max_filter_values {
         return Err(ToolError(format!(
-            "paths: {} globs is over the maximum {MAX_FILTER_VALUES}",
-            paths.len()
+            "paths: {} globs is over the maximum {}",
+            paths.len(),
+            bounds.max_filter_values
         )));
     }
     for (i, p) in paths.iter().enumerate() {
-        if p.len() > MAX_PATH_PREFIX_BYTES {
+        if p.len() > bounds.max_path_prefix_bytes {
             return Err(ToolError(format!(
-                "paths: glob {i} is {} bytes long, over the maximum {MAX_PATH_PREFIX_BYTES}",
-                p.len()
+                "paths: glob {i} is {} bytes long, over the maximum {}",
+                p.len(),
+                bounds.max_path_prefix_bytes
             )));
         }
         if let Some(problem) = weft_core::control_character(p) {
@@ -498,8 +496,9 @@ impl WeftMcp {
 
 impl WeftMcp {
     async fn search_tool(&self, p: SearchParams, scope: &Scope) -> ToolResult {
-        let max_tokens = budget(p.max_tokens, self.options.default_max_tokens)?;
-        let (mut request, globs) = search_request(p, max_tokens)?;
+        let bounds = &self.options.bounds;
+        let max_tokens = budget(p.max_tokens, self.options.default_max_tokens, bounds)?;
+        let (mut request, globs) = search_request(p, max_tokens, bounds)?;
         scope
             .restrict(&mut request.filter)
             .map_err(|status| ToolError(status.message().to_owned()))?;
@@ -519,10 +518,15 @@ impl WeftMcp {
     }
 
     async fn get_context_tool(&self, p: GetContextParams, scope: &Scope) -> ToolResult {
-        let max_tokens = budget(p.max_tokens, self.options.default_max_tokens)?;
+        let bounds = &self.options.bounds;
+        let max_tokens = budget(p.max_tokens, self.options.default_max_tokens, bounds)?;
         check_argument("citation", p.citation.as_deref(), MAX_CITATION_BYTES)?;
         check_argument("chunk_id", p.chunk_id.as_deref(), MAX_CHUNK_ID_BYTES)?;
-        check_argument("project", p.project.as_deref(), MAX_FILTER_VALUE_CHARS)?;
+        check_argument(
+            "project",
+            p.project.as_deref(),
+            bounds.max_filter_value_chars,
+        )?;
         let (chunks, target) = match (&p.citation, &p.chunk_id) {
             (Some(_), Some(_)) => {
                 return Err(ToolError(
@@ -712,7 +716,8 @@ impl WeftMcp {
             return Err(ToolError("source is empty".into()));
         }
         check_argument("source", Some(&p.source), MAX_SOURCE_BYTES)?;
-        check_argument("project", p.project.as_deref(), MAX_FILTER_VALUE_CHARS)?;
+        let max_project = self.options.bounds.max_filter_value_chars;
+        check_argument("project", p.project.as_deref(), max_project)?;
         let summary = indexer
             .index(
                 p.source.trim(),
@@ -866,6 +871,7 @@ fn refusal(status: &tonic::Status) -> axum::response::Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft_core::query::{MAX_FILTER_VALUE_CHARS, MAX_FILTER_VALUES, MAX_QUERY_CHARS};
 
     #[test]
     fn path_globs_give_a_store_prefix_and_a_result_filter() {
@@ -897,7 +903,7 @@ mod tests {
     }
 
     fn refusal(p: SearchParams) -> String {
-        match search_request(p, 2000) {
+        match search_request(p, 2000, &RequestBounds::default()) {
             Ok(r) => panic!("accepted: {r:?}"),
             Err(ToolError(message)) => message,
         }
@@ -905,12 +911,17 @@ mod tests {
 
     #[test]
     fn search_arguments_are_held_to_the_query_services_bounds() {
-        let (request, globs) = search_request(params("RateLimiter acquire"), 2000).unwrap();
+        let (request, globs) = search_request(
+            params("RateLimiter acquire"),
+            2000,
+            &RequestBounds::default(),
+        )
+        .unwrap();
         assert_eq!(request.limit, 10);
         assert_eq!(request.max_tokens, Some(2000));
         assert!(globs.is_none());
 
-        let long = "q".repeat(weft_proto::query::MAX_QUERY_CHARS + 1);
+        let long = "q".repeat(MAX_QUERY_CHARS + 1);
         assert!(refusal(params(&long)).starts_with("query: is longer than"));
         assert!(refusal(params("a\u{0}b")).contains("control character"));
         assert_eq!(refusal(params("  ")), "query: is empty");
@@ -939,13 +950,23 @@ mod tests {
             ..params("q")
         };
         assert!(refusal(escaping).starts_with("paths: "));
-        assert!(
+        assert_eq!(
             refusal(SearchParams {
                 limit: Some(101),
                 ..params("q")
-            })
-            .starts_with("limit")
+            }),
+            "limit: 101 is over the maximum 100 (query.max_limit)"
         );
+        let (request, _) = search_request(
+            SearchParams {
+                limit: Some(0),
+                ..params("q")
+            },
+            2000,
+            &RequestBounds::default(),
+        )
+        .unwrap();
+        assert_eq!(request.limit, 10, "0 is unset: the default");
 
         let (request, globs) = search_request(
             SearchParams {
@@ -954,6 +975,7 @@ mod tests {
                 ..params("q")
             },
             2000,
+            &RequestBounds::default(),
         )
         .unwrap();
         assert_eq!(request.filter.path_prefix.as_deref(), Some("src/main"));
@@ -973,9 +995,18 @@ mod tests {
 
     #[test]
     fn budgets_are_checked() {
-        assert_eq!(budget(None, 2000).unwrap(), 2000);
-        assert_eq!(budget(Some(10), 2000).unwrap(), 10);
-        assert!(budget(Some(0), 2000).is_err());
-        assert!(budget(Some(1_000_000), 2000).is_err());
+        let bounds = RequestBounds::default();
+        assert_eq!(budget(None, 2000, &bounds).unwrap(), 2000);
+        assert_eq!(budget(Some(10), 2000, &bounds).unwrap(), 10);
+        let ToolError(m) = budget(Some(0), 2000, &bounds).unwrap_err();
+        assert_eq!(m, "max_tokens: must be at least 1");
+        let over = bounds.max_tokens as u32 + 1;
+        let ToolError(m) = budget(Some(over), 2000, &bounds).unwrap_err();
+        assert_eq!(m, format!("max_tokens: {over} is over the maximum 1000000"));
+        let tight = RequestBounds {
+            max_tokens: 5000,
+            ..bounds
+        };
+        assert!(budget(Some(5001), 2000, &tight).is_err());
     }
 }

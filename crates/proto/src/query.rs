@@ -1,55 +1,17 @@
 //! Conversions of the query API (`weft/v1/query.proto`) to and from the
-//! query types of `weft-core`.
+//! query types of `weft-core`. Conversion only: what a request may ask for
+//! is `weft_core::query::RequestBounds`, checked on the domain request
+//! (`SearchRequest::checked`) by the server, as by every other surface.
 
 use weft_core::ContentType;
 use weft_core::query::{SearchMode, SearchRequest, SearchResponse};
 use weft_core::retrieval::{
-    AdjacencyConfig, Component, ContextPack, DocumentResult, PackOptions, PackedSpan, Reference,
-    ResultChunk, SearchFilter, Span,
+    AdjacencyConfig, Component, ContextPack, DocumentResult, PackedSpan, Reference, ResultChunk,
+    SearchFilter, Span,
 };
 use weft_core::{Chunk, DocumentId};
 
 use crate::{ConversionError, v1};
-
-/// The hits a request gets when it leaves `limit` at 0.
-pub const DEFAULT_LIMIT: u32 = 10;
-/// The most hits one request may ask for, unless `query.max_limit` says otherwise.
-pub const MAX_LIMIT: u32 = 100;
-/// The longest query text, in characters, unless `query.max_query_chars`
-/// says otherwise.
-pub const MAX_QUERY_CHARS: usize = 4096;
-/// The largest token budget one request may pack into.
-pub const MAX_PACK_TOKENS: u32 = 1_000_000;
-/// The most values one filter (`projects`, `languages`) may list.
-pub const MAX_FILTER_VALUES: usize = 100;
-/// The longest value in a filter list, in characters.
-pub const MAX_FILTER_VALUE_CHARS: usize = 256;
-/// The longest `path_prefix`, in bytes (a document uri's limit).
-pub const MAX_PATH_PREFIX_BYTES: usize = weft_core::MAX_URI_BYTES;
-/// The widest neighbour window a request may ask for, on each side.
-pub const MAX_WINDOW: u32 = 100;
-/// The most chunks a request may ask to get back (`expansion.max_chunks`).
-pub const MAX_RESPONSE_CHUNKS: u32 = 1000;
-
-/// What one search request may ask for: the query API's bounds. The first
-/// two are settings (`query.max_query_chars`, `query.max_limit`); the rest
-/// are the constants above.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestBounds {
-    /// The longest query text, in characters.
-    pub max_query_chars: usize,
-    /// The most hits (`limit`, and `expansion.expand_hits`).
-    pub max_limit: u32,
-}
-
-impl Default for RequestBounds {
-    fn default() -> Self {
-        Self {
-            max_query_chars: MAX_QUERY_CHARS,
-            max_limit: MAX_LIMIT,
-        }
-    }
-}
 
 fn invalid(field: &'static str, problem: impl Into<String>) -> ConversionError {
     ConversionError {
@@ -74,77 +36,8 @@ pub fn content_type(value: i32, field: &'static str) -> Result<ContentType, Conv
     }
 }
 
-/// Checks one value of a filter list: not empty, not too long, no control
-/// characters.
-fn filter_values(values: &[String], field: &'static str) -> Result<(), ConversionError> {
-    if values.len() > MAX_FILTER_VALUES {
-        return Err(invalid(
-            field,
-            format!(
-                "{} values is over the maximum {MAX_FILTER_VALUES}",
-                values.len()
-            ),
-        ));
-    }
-    for (i, value) in values.iter().enumerate() {
-        let chars = value.chars().count();
-        let problem = if value.trim().is_empty() {
-            Some("is empty".to_owned())
-        } else if chars > MAX_FILTER_VALUE_CHARS {
-            Some(format!(
-                "is {chars} characters long, over the maximum {MAX_FILTER_VALUE_CHARS}"
-            ))
-        } else {
-            weft_core::control_character(value)
-        };
-        if let Some(problem) = problem {
-            return Err(invalid(field, format!("value {i} {problem}")));
-        }
-    }
-    Ok(())
-}
-
-/// Checks a path prefix: relative, whole path components, no control
-/// characters — the shape of a document uri, which it is compared with.
-fn path_prefix(prefix: &str) -> Result<Option<String>, ConversionError> {
-    if prefix.trim().is_empty() {
-        return Ok(None);
-    }
-    if prefix.len() > MAX_PATH_PREFIX_BYTES {
-        return Err(invalid(
-            "path_prefix",
-            format!(
-                "is {} bytes long, over the maximum {MAX_PATH_PREFIX_BYTES}",
-                prefix.len()
-            ),
-        ));
-    }
-    // A prefix may end in `/` ("src/"); the rest must be a valid uri.
-    let scope = prefix.trim_end_matches('/');
-    let problem = if scope.is_empty() {
-        Some(format!(
-            "{prefix:?} is the root: leave path_prefix empty for everything"
-        ))
-    } else {
-        weft_core::uri_problem(scope)
-    };
-    match problem {
-        Some(problem) => Err(invalid("path_prefix", problem)),
-        None => Ok(Some(prefix.to_owned())),
-    }
-}
-
-/// Checks one expansion override against `max`.
-fn bounded(value: u32, field: &'static str, max: u32) -> Result<u32, ConversionError> {
-    if value > max {
-        Err(invalid(field, format!("{value} is over the maximum {max}")))
-    } else {
-        Ok(value)
-    }
-}
-
 /// The wire form of a domain search request: what a client of the query
-/// service sends for it, and what [`search_request`] checks and turns back.
+/// service sends for it, and what [`search_request`] turns back.
 /// Expansion overrides are sent as the fields a request may set.
 impl From<&SearchRequest> for v1::SearchRequest {
     fn from(request: &SearchRequest) -> Self {
@@ -182,62 +75,16 @@ impl From<&SearchRequest> for v1::SearchRequest {
     }
 }
 
-/// Turns a wire search request into a domain one; unset expansion fields
-/// take their values from `adjacency` (the server's configuration). Every
-/// field is checked against `bounds` and the constants of this module; a
-/// field out of bounds is named in the error.
+/// Turns a wire search request into a domain one, unchecked: a `limit` of
+/// 0 stays 0 (unset), an empty `path_prefix` is none, and unset expansion
+/// fields take their values from `adjacency` (the server's configuration).
+/// Only what does not convert is refused here (a content type or mode that
+/// does not exist), naming the field; the bounds are
+/// `weft_core::query::SearchRequest::checked`'s.
 pub fn search_request(
     request: v1::SearchRequest,
     adjacency: &AdjacencyConfig,
-    bounds: &RequestBounds,
 ) -> Result<SearchRequest, ConversionError> {
-    if request.query.trim().is_empty() {
-        return Err(invalid("query", "is empty"));
-    }
-    // Counting stops past the bound: a 16 MB query is not walked whole.
-    let chars = request
-        .query
-        .chars()
-        .take(bounds.max_query_chars.saturating_add(1))
-        .count();
-    if chars > bounds.max_query_chars {
-        return Err(invalid(
-            "query",
-            format!(
-                "is longer than {} characters (query.max_query_chars)",
-                bounds.max_query_chars
-            ),
-        ));
-    }
-    if let Some(problem) = request
-        .query
-        .char_indices()
-        .find(|(_, c)| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
-        .map(|(i, c)| {
-            format!(
-                "holds a control character (U+{:04X}) at byte {i}",
-                u32::from(c)
-            )
-        })
-    {
-        return Err(invalid("query", problem));
-    }
-    let limit = match request.limit {
-        0 => DEFAULT_LIMIT.min(bounds.max_limit),
-        n if n > bounds.max_limit => {
-            return Err(invalid(
-                "limit",
-                format!(
-                    "{n} is over the maximum {} (query.max_limit)",
-                    bounds.max_limit
-                ),
-            ));
-        }
-        n => n,
-    };
-    filter_values(&request.projects, "projects")?;
-    filter_values(&request.languages, "languages")?;
-    let path_prefix = path_prefix(&request.path_prefix)?;
     let mode = match v1::SearchMode::try_from(request.mode) {
         Ok(v1::SearchMode::Unspecified | v1::SearchMode::Hybrid) => SearchMode::Hybrid,
         Ok(v1::SearchMode::Vector) => SearchMode::Vector,
@@ -254,34 +101,29 @@ pub fn search_request(
         .iter()
         .map(|&t| content_type(t, "content_types"))
         .collect::<Result<Vec<_>, _>>()?;
-    let override_adjacency = match request.expansion {
-        None => None,
-        Some(e) => {
-            let mut a = adjacency.clone();
-            if let Some(v) = e.expand_hits {
-                a.expand_hits = bounded(v, "expansion.expand_hits", bounds.max_limit)? as usize;
-            }
-            if let Some(v) = e.prose_window {
-                a.prose_window = bounded(v, "expansion.prose_window", MAX_WINDOW)?;
-            }
-            if let Some(v) = e.code_window {
-                a.code_window = bounded(v, "expansion.code_window", MAX_WINDOW)?;
-            }
-            if let Some(v) = e.api_reference_window {
-                a.api_reference_window = bounded(v, "expansion.api_reference_window", MAX_WINDOW)?;
-            }
-            if let Some(v) = e.whole_units {
-                a.whole_units = v;
-            }
-            if let Some(v) = e.max_chunks {
-                if v == 0 {
-                    return Err(invalid("expansion.max_chunks", "must be at least 1"));
-                }
-                a.max_chunks = bounded(v, "expansion.max_chunks", MAX_RESPONSE_CHUNKS)? as usize;
-            }
-            Some(a)
+    let override_adjacency = request.expansion.map(|e| {
+        let mut a = adjacency.clone();
+        if let Some(v) = e.expand_hits {
+            a.expand_hits = v as usize;
         }
-    };
+        if let Some(v) = e.prose_window {
+            a.prose_window = v;
+        }
+        if let Some(v) = e.code_window {
+            a.code_window = v;
+        }
+        if let Some(v) = e.api_reference_window {
+            a.api_reference_window = v;
+        }
+        if let Some(v) = e.whole_units {
+            a.whole_units = v;
+        }
+        if let Some(v) = e.max_chunks {
+            a.max_chunks = v as usize;
+        }
+        a
+    });
+    let path_prefix = Some(request.path_prefix).filter(|p| !p.trim().is_empty());
     Ok(SearchRequest {
         query: request.query,
         filter: SearchFilter {
@@ -290,28 +132,13 @@ pub fn search_request(
             languages: request.languages,
             path_prefix,
         },
-        limit: limit as usize,
+        limit: request.limit as usize,
         mode,
         expand: request.expand.unwrap_or(true),
         adjacency: override_adjacency,
         rerank: request.rerank,
         max_tokens: request.max_tokens.map(|n| n as usize),
     })
-}
-
-/// The packing a request asks for: `None` when `max_tokens` is unset.
-pub fn pack_options(request: &v1::SearchRequest) -> Result<Option<PackOptions>, ConversionError> {
-    match request.max_tokens {
-        None => Ok(None),
-        Some(0) => Err(invalid("max_tokens", "must be at least 1")),
-        Some(n) if n > MAX_PACK_TOKENS => Err(invalid(
-            "max_tokens",
-            format!("{n} is over the maximum {MAX_PACK_TOKENS}"),
-        )),
-        Some(n) => Ok(Some(PackOptions {
-            max_tokens: n as usize,
-        })),
-    }
 }
 
 fn saturating_u32(n: usize) -> u32 {
@@ -562,10 +389,10 @@ pub fn search_response(response: SearchResponse, explain: bool) -> v1::SearchRes
             .collect(),
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft_core::retrieval::PackOptions;
 
     fn request(query: &str) -> v1::SearchRequest {
         v1::SearchRequest {
@@ -575,18 +402,20 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_filled_in() {
-        let r = search_request(
-            request("rate limiter"),
-            &AdjacencyConfig::default(),
-            &RequestBounds::default(),
-        )
-        .unwrap();
-        assert_eq!(r.limit, DEFAULT_LIMIT as usize);
+    fn unset_fields_stay_unset() {
+        let r = search_request(request("rate limiter"), &AdjacencyConfig::default()).unwrap();
+        assert_eq!(r.limit, 0, "unset: the check sets the default");
         assert_eq!(r.mode, SearchMode::Hybrid);
         assert!(r.expand);
         assert!(r.adjacency.is_none());
+        assert_eq!(r.max_tokens, None);
         assert_eq!(r.filter, SearchFilter::default());
+        let blank = v1::SearchRequest {
+            path_prefix: "  ".into(),
+            ..request("q")
+        };
+        let r = search_request(blank, &AdjacencyConfig::default()).unwrap();
+        assert_eq!(r.filter.path_prefix, None);
     }
 
     #[test]
@@ -607,7 +436,6 @@ mod tests {
                 ..request("q")
             },
             &base,
-            &RequestBounds::default(),
         )
         .unwrap();
         let a = r.adjacency.unwrap();
@@ -645,7 +473,6 @@ mod tests {
         let back = search_request(
             v1::SearchRequest::from(&domain),
             &AdjacencyConfig::default(),
-            &RequestBounds::default(),
         )
         .unwrap();
         assert_eq!(back.query, domain.query);
@@ -663,20 +490,7 @@ mod tests {
     }
 
     #[test]
-    fn max_tokens_is_checked_and_a_pack_goes_over_the_wire_and_back() {
-        assert_eq!(pack_options(&request("q")).unwrap(), None);
-        let r = v1::SearchRequest {
-            max_tokens: Some(2000),
-            ..request("q")
-        };
-        assert_eq!(pack_options(&r).unwrap().unwrap().max_tokens, 2000);
-        for bad in [0, MAX_PACK_TOKENS + 1] {
-            let r = v1::SearchRequest {
-                max_tokens: Some(bad),
-                ..request("q")
-            };
-            assert_eq!(pack_options(&r).unwrap_err().field, "max_tokens");
-        }
+    fn a_pack_goes_over_the_wire_and_back() {
         let chunks = weft_core::retrieval::example_chunks();
         let hits = weft_core::retrieval::fuse(
             vec![weft_core::retrieval::ScoredChunk {
@@ -709,243 +523,53 @@ mod tests {
     }
 
     #[test]
-    fn bad_requests_name_the_field() {
+    fn what_does_not_convert_is_named() {
         let a = AdjacencyConfig::default();
-        let b = RequestBounds::default();
-        let e = search_request(request("  "), &a, &b).unwrap_err();
-        assert_eq!(e.field, "query");
-        let e = search_request(
-            v1::SearchRequest {
-                limit: 1000,
-                ..request("q")
-            },
-            &a,
-            &b,
-        )
-        .unwrap_err();
-        assert_eq!(e.field, "limit");
-        assert!(e.to_string().contains("1000"), "{e}");
         let e = search_request(
             v1::SearchRequest {
                 mode: 9,
                 ..request("q")
             },
             &a,
-            &b,
         )
         .unwrap_err();
         assert_eq!(e.field, "mode");
-        let e = search_request(
-            v1::SearchRequest {
-                content_types: vec![0],
-                ..request("q")
-            },
-            &a,
-            &b,
-        )
-        .unwrap_err();
-        assert_eq!(e.field, "content_types");
+        for bad in [0, 99, -1] {
+            let e = search_request(
+                v1::SearchRequest {
+                    content_types: vec![1, bad],
+                    ..request("q")
+                },
+                &a,
+            )
+            .unwrap_err();
+            assert_eq!(e.field, "content_types");
+            assert!(e.to_string().contains(&bad.to_string()), "{e}");
+        }
     }
 
     #[test]
-    fn hostile_requests_are_refused_naming_the_field() {
-        let a = AdjacencyConfig::default();
-        let b = RequestBounds {
-            max_query_chars: 50,
-            max_limit: 20,
-        };
-        let expansion = |e: v1::Expansion| v1::SearchRequest {
-            expansion: Some(e),
+    fn out_of_bounds_values_convert_for_the_check_to_refuse() {
+        use weft_core::query::RequestBounds;
+        let wire = v1::SearchRequest {
+            limit: 1_000_000_000,
+            max_tokens: Some(0),
+            expansion: Some(v1::Expansion {
+                code_window: Some(u32::MAX),
+                max_chunks: Some(0),
+                ..Default::default()
+            }),
             ..request("q")
         };
-        let cases: Vec<(v1::SearchRequest, &str, &str)> = vec![
-            (request(&"x".repeat(51)), "query", "query.max_query_chars"),
-            (request(&"é".repeat(51)), "query", "50 characters"),
-            (request("a\0b"), "query", "U+0000"),
-            (request("a\u{1b}[2Jb"), "query", "U+001B"),
-            (
-                v1::SearchRequest {
-                    limit: 1_000_000_000,
-                    ..request("q")
-                },
-                "limit",
-                "query.max_limit",
-            ),
-            (
-                v1::SearchRequest {
-                    limit: 21,
-                    ..request("q")
-                },
-                "limit",
-                "maximum 20",
-            ),
-            (
-                v1::SearchRequest {
-                    content_types: vec![1, 99],
-                    ..request("q")
-                },
-                "content_types",
-                "99",
-            ),
-            (
-                v1::SearchRequest {
-                    content_types: vec![-1],
-                    ..request("q")
-                },
-                "content_types",
-                "-1",
-            ),
-            (
-                v1::SearchRequest {
-                    projects: vec!["".into()],
-                    ..request("q")
-                },
-                "projects",
-                "empty",
-            ),
-            (
-                v1::SearchRequest {
-                    projects: vec!["ok".into(), "x".repeat(300)],
-                    ..request("q")
-                },
-                "projects",
-                "value 1",
-            ),
-            (
-                v1::SearchRequest {
-                    projects: vec!["p".into(); MAX_FILTER_VALUES + 1],
-                    ..request("q")
-                },
-                "projects",
-                "101 values",
-            ),
-            (
-                v1::SearchRequest {
-                    languages: vec!["java\nrust".into()],
-                    ..request("q")
-                },
-                "languages",
-                "U+000A",
-            ),
-            (
-                v1::SearchRequest {
-                    path_prefix: "../secrets".into(),
-                    ..request("q")
-                },
-                "path_prefix",
-                "\"..\"",
-            ),
-            (
-                v1::SearchRequest {
-                    path_prefix: "/etc".into(),
-                    ..request("q")
-                },
-                "path_prefix",
-                "absolute",
-            ),
-            (
-                v1::SearchRequest {
-                    path_prefix: "src/\0".into(),
-                    ..request("q")
-                },
-                "path_prefix",
-                "U+0000",
-            ),
-            (
-                v1::SearchRequest {
-                    path_prefix: "a/".repeat(3000),
-                    ..request("q")
-                },
-                "path_prefix",
-                "bytes long",
-            ),
-            (
-                v1::SearchRequest {
-                    path_prefix: "///".into(),
-                    ..request("q")
-                },
-                "path_prefix",
-                "root",
-            ),
-            (
-                expansion(v1::Expansion {
-                    code_window: Some(u32::MAX),
-                    ..Default::default()
-                }),
-                "expansion.code_window",
-                "maximum 100",
-            ),
-            (
-                expansion(v1::Expansion {
-                    prose_window: Some(101),
-                    ..Default::default()
-                }),
-                "expansion.prose_window",
-                "101",
-            ),
-            (
-                expansion(v1::Expansion {
-                    api_reference_window: Some(1_000_000_000),
-                    ..Default::default()
-                }),
-                "expansion.api_reference_window",
-                "1000000000",
-            ),
-            (
-                expansion(v1::Expansion {
-                    expand_hits: Some(21),
-                    ..Default::default()
-                }),
-                "expansion.expand_hits",
-                "maximum 20",
-            ),
-            (
-                expansion(v1::Expansion {
-                    max_chunks: Some(0),
-                    ..Default::default()
-                }),
-                "expansion.max_chunks",
-                "at least 1",
-            ),
-            (
-                expansion(v1::Expansion {
-                    max_chunks: Some(MAX_RESPONSE_CHUNKS + 1),
-                    ..Default::default()
-                }),
-                "expansion.max_chunks",
-                "1001",
-            ),
-        ];
-        for (r, field, says) in cases {
-            let e =
-                search_request(r.clone(), &a, &b).expect_err(&format!("{r:?} should be refused"));
-            assert_eq!(e.field, field, "{e}");
-            assert!(e.to_string().contains(says), "{e} should say {says:?}");
-        }
-        // At the bounds: accepted.
-        let r = search_request(
-            v1::SearchRequest {
-                limit: 20,
-                projects: vec!["p".into(); MAX_FILTER_VALUES],
-                path_prefix: "src/main/".into(),
-                expansion: Some(v1::Expansion {
-                    code_window: Some(MAX_WINDOW),
-                    max_chunks: Some(MAX_RESPONSE_CHUNKS),
-                    expand_hits: Some(20),
-                    ..Default::default()
-                }),
-                ..request(&format!("{}\ttabs\nand lines", "é".repeat(30)))
-            },
-            &a,
-            &b,
-        )
-        .unwrap();
-        assert_eq!(r.limit, 20);
-        assert_eq!(r.filter.path_prefix.as_deref(), Some("src/main/"));
-        // limit 0 is the default, within the bound.
-        let r = search_request(request("q"), &a, &b).unwrap();
-        assert_eq!(r.limit, DEFAULT_LIMIT as usize);
-        let tight = RequestBounds { max_limit: 5, ..b };
-        assert_eq!(search_request(request("q"), &a, &tight).unwrap().limit, 5);
+        let r = search_request(wire, &AdjacencyConfig::default()).unwrap();
+        assert_eq!(r.limit, 1_000_000_000);
+        assert_eq!(r.max_tokens, Some(0));
+        let a = r.adjacency.as_ref().unwrap();
+        assert_eq!((a.code_window, a.max_chunks), (u32::MAX, 0));
+        let e = r.check(&RequestBounds::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "limit: 1000000000 is over the maximum 100 (query.max_limit)"
+        );
     }
 }
