@@ -46,10 +46,11 @@ fn main() -> ExitCode {
                 async {
                     match service.config.generations.registry {
                         weft_config::GenerationRegistryKind::Nats => {
-                            let registry = weft_service::nats_options(&service.config);
-                            let jet = weft_nats::Jet::connect(&registry).await.map_err(|e| {
-                                weft_server::ServiceError::Generations(e.to_string())
-                            })?;
+                            let jet = weft_nats::Jet::connect(&service.config.nats)
+                                .await
+                                .map_err(|e| {
+                                    weft_server::ServiceError::Generations(e.to_string())
+                                })?;
                             let registry = jet.registry().await.map_err(|e| {
                                 weft_server::ServiceError::Generations(e.to_string())
                             })?;
