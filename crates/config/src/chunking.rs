@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::InvalidSetting;
+
 /// All chunking settings. Sizes are in characters (Unicode scalar values).
 ///
 /// Every field has a default; [`ChunkingConfig::validate`] rejects settings
@@ -124,16 +126,6 @@ impl Default for LinesConfig {
             max_chars: 4000,
         }
     }
-}
-
-/// A setting that cannot work, with the key that holds it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid configuration: {key}: {message}")]
-pub struct InvalidSetting {
-    /// The dotted key, as written in `weft.toml` (`chunking.code.min_chars`).
-    pub key: String,
-    /// What is wrong with its value.
-    pub message: String,
 }
 
 impl ChunkingConfig {

@@ -103,24 +103,7 @@ impl Service {
     /// A connection to the NATS server of `[nats]`, with weft's streams and
     /// the catalog bucket created if missing.
     pub async fn connect_nats(&self) -> Result<weft_nats::Jet, weft_nats::NatsError> {
-        weft_nats::Jet::connect(&nats_options(&self.config)).await
-    }
-}
-
-/// The NATS adapter's options from `[nats]`.
-pub fn nats_options(config: &WeftConfig) -> weft_nats::NatsOptions {
-    let c = &config.nats;
-    weft_nats::NatsOptions {
-        url: c.url.clone(),
-        docs_stream: c.docs_stream.clone(),
-        chunks_stream: c.chunks_stream.clone(),
-        dead_letter_stream: c.dead_letter_stream.clone(),
-        catalog_bucket: c.catalog_bucket.clone(),
-        generations_bucket: c.generations_bucket.clone(),
-        max_ack_pending: c.max_ack_pending,
-        max_deliver: c.max_deliver,
-        ack_wait_secs: c.ack_wait_secs,
-        fetch_batch: c.fetch_batch,
+        weft_nats::Jet::connect(&self.config.nats).await
     }
 }
 

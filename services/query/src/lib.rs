@@ -17,7 +17,7 @@ pub async fn live_source(config: &WeftConfig) -> Result<LiveSource, ServiceError
     match config.generations.registry {
         GenerationRegistryKind::Nats => {
             let generations = |e: weft_nats::NatsError| ServiceError::Generations(e.to_string());
-            let jet = weft_nats::Jet::connect(&weft_startup::nats_options(config))
+            let jet = weft_nats::Jet::connect(&config.nats)
                 .await
                 .map_err(generations)?;
             let registry = jet.registry().await.map_err(generations)?;

@@ -28,6 +28,7 @@ use std::time::Duration;
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, stream};
 use bytes::Bytes;
+use weft_config::NatsConfig;
 
 pub use catalog::NatsCatalog;
 pub use registry::NatsRegistry;
@@ -114,61 +115,18 @@ pub fn chunks_subject(generation: u32, project: &str, document_id: &str) -> Stri
     )
 }
 
-/// Where NATS is and how weft's streams, consumers and catalog bucket are
-/// named and tuned (`[nats]` in weft.toml gives these).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NatsOptions {
-    /// Server URL(s), comma-separated.
-    pub url: String,
-    /// Work-queue stream of documents (`weft.docs.<project>.<document_id>`).
-    pub docs_stream: String,
-    /// Work-queue stream of chunk batches (`weft.chunks.<project>.<document_id>`).
-    pub chunks_stream: String,
-    /// Stream of messages that failed `max_deliver` times, with their error.
-    pub dead_letter_stream: String,
-    /// Key-value bucket of the catalog (what is indexed, by content hash);
-    /// generation N > 0 has `<catalog_bucket>_g<N>`.
-    pub catalog_bucket: String,
-    /// Key-value bucket of the index generations record.
-    pub generations_bucket: String,
-    /// Messages a consumer may have unacknowledged at once.
-    pub max_ack_pending: i64,
-    /// Deliveries of one message before it goes to the dead-letter stream.
-    pub max_deliver: i64,
-    /// Seconds before an unacknowledged message is delivered again.
-    pub ack_wait_secs: u64,
-    /// Messages pulled per fetch.
-    pub fetch_batch: usize,
-}
-
-impl Default for NatsOptions {
-    fn default() -> Self {
-        Self {
-            url: "nats://127.0.0.1:4222".into(),
-            docs_stream: "WEFT_DOCS".into(),
-            chunks_stream: "WEFT_CHUNKS".into(),
-            dead_letter_stream: "WEFT_DEAD".into(),
-            catalog_bucket: "weft-catalog".into(),
-            generations_bucket: "weft-generations".into(),
-            max_ack_pending: 64,
-            max_deliver: 5,
-            ack_wait_secs: 60,
-            fetch_batch: 16,
-        }
-    }
-}
-
 /// A connection to NATS with weft's streams in place.
 #[derive(Clone)]
 pub struct Jet {
     client: async_nats::Client,
     js: jetstream::Context,
-    config: NatsOptions,
+    config: NatsConfig,
 }
 
 impl Jet {
     /// Connects and creates the streams and the catalog bucket when missing.
-    pub async fn connect(config: &NatsOptions) -> Result<Self, NatsError> {
+    /// `config` is `[nats]` of weft.toml.
+    pub async fn connect(config: &NatsConfig) -> Result<Self, NatsError> {
         let client = async_nats::ConnectOptions::new()
             .name("weft")
             .retry_on_initial_connect()
@@ -239,7 +197,7 @@ impl Jet {
     }
 
     /// The `[nats]` settings.
-    pub fn config(&self) -> &NatsOptions {
+    pub fn config(&self) -> &NatsConfig {
         &self.config
     }
 

@@ -69,8 +69,8 @@ impl NatsServer {
     }
 
     /// Options pointing at it, with short redelivery for tests.
-    pub fn config(&self) -> crate::NatsOptions {
-        crate::NatsOptions {
+    pub fn config(&self) -> weft_config::NatsConfig {
+        weft_config::NatsConfig {
             url: self.url(),
             ack_wait_secs: 5,
             max_deliver: 3,

@@ -243,7 +243,7 @@ async fn a_dead_server_is_a_clear_error() {
         .local_addr()
         .unwrap()
         .port();
-    let config = weft_nats::NatsOptions {
+    let config = weft_config::NatsConfig {
         url: format!("nats://127.0.0.1:{port}"),
         ..Default::default()
     };

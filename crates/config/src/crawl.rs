@@ -1,0 +1,198 @@
+//! `[crawl]`: limits of a documentation-site crawl, the networks the
+//! crawler may reach, and the transports the distributed crawler's git may
+//! use (SECURITY.md).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::bad;
+use crate::{Cidr, InvalidSetting};
+
+/// `[crawl]`: limits of a documentation-site crawl, the networks the
+/// crawler may reach, and the transports the distributed crawler's git may
+/// use (SECURITY.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CrawlConfig {
+    /// At most this many pages are fetched.
+    pub max_pages: usize,
+    /// Links are followed at most this many hops from the start URL.
+    pub max_depth: usize,
+    /// Per-request timeout in seconds, from connecting to the last byte of
+    /// the body.
+    pub timeout_secs: u64,
+    /// Seconds to wait for a connection.
+    pub connect_timeout_secs: u64,
+    /// The user agent sent, and matched against robots.txt groups.
+    pub user_agent: String,
+    /// Networks the crawler may connect to although they are not public
+    /// (loopback, RFC 1918, link-local, CGNAT, IPv6 ULA, …): CIDRs such as
+    /// `"10.20.0.0/16"`, or single addresses. Empty: public addresses only.
+    /// Checked on the address actually connected to, on every redirect,
+    /// for sites and for the distributed crawler's git.
+    pub allow_private_networks: Vec<String>,
+    /// A response body larger than this (after decompression) is refused.
+    pub max_page_bytes: u64,
+    /// Redirects followed per request (each checked like the first URL).
+    pub max_redirects: usize,
+    /// Media types of pages that are fetched; others are skipped without
+    /// reading their body.
+    pub content_types: Vec<String>,
+    /// An HTTP proxy for site crawling (`http://proxy:3128`). Unset: no
+    /// proxy at all; the `HTTP(S)_PROXY` variables are ignored, since a
+    /// proxy connects on the crawler's behalf, out of reach of the address
+    /// check. With a proxy the check applies to the names as the crawler
+    /// resolves them; the proxy must enforce its own egress policy.
+    pub proxy: Option<String>,
+    /// Transports the distributed crawler (`weft-crawler`) lets git use:
+    /// any of `https`, `ssh`, `http`, `git`, `file`. `weft index` on your
+    /// own machine allows all five; remote helpers (`ext::`, `fd::`) are
+    /// never allowed.
+    pub git_protocols: Vec<String>,
+}
+
+/// The transports `crawl.git_protocols` may name.
+pub const GIT_PROTOCOLS: &[&str] = &["https", "ssh", "http", "git", "file"];
+
+impl Default for CrawlConfig {
+    fn default() -> Self {
+        Self {
+            max_pages: 1000,
+            max_depth: 8,
+            timeout_secs: 30,
+            connect_timeout_secs: 10,
+            user_agent: "weft".into(),
+            allow_private_networks: Vec::new(),
+            max_page_bytes: 16 * 1024 * 1024,
+            max_redirects: 5,
+            content_types: [
+                "text/html",
+                "application/xhtml+xml",
+                "text/markdown",
+                "text/x-markdown",
+                "text/plain",
+            ]
+            .map(String::from)
+            .to_vec(),
+            proxy: None,
+            git_protocols: vec!["https".into(), "ssh".into()],
+        }
+    }
+}
+
+impl CrawlConfig {
+    /// The networks of `allow_private_networks`, parsed.
+    pub fn private_network_allow_list(&self) -> Result<Vec<Cidr>, InvalidSetting> {
+        self.allow_private_networks
+            .iter()
+            .map(|n| {
+                n.parse::<Cidr>().map_err(|message| InvalidSetting {
+                    key: "crawl.allow_private_networks".into(),
+                    message,
+                })
+            })
+            .collect()
+    }
+
+    /// Checks the section: positive limits and timeouts, networks that
+    /// parse, media types, an http(s) proxy, git transports weft knows.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.max_pages == 0 {
+            return bad("crawl.max_pages", "must be at least 1");
+        }
+        if self.timeout_secs == 0 {
+            return bad("crawl.timeout_secs", "must be at least 1");
+        }
+        if self.connect_timeout_secs == 0 {
+            return bad("crawl.connect_timeout_secs", "must be at least 1");
+        }
+        if self.max_page_bytes < 1024 {
+            return bad("crawl.max_page_bytes", "must be at least 1024");
+        }
+        self.private_network_allow_list()?;
+        if self.content_types.is_empty() {
+            return bad("crawl.content_types", "must name at least one media type");
+        }
+        for t in &self.content_types {
+            let ok = t.split_once('/').is_some_and(|(a, b)| {
+                !a.is_empty()
+                    && !b.is_empty()
+                    && t.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "/+-.".contains(c))
+            });
+            if !ok {
+                return bad(
+                    "crawl.content_types",
+                    format!("{t:?} is not a media type like text/html"),
+                );
+            }
+        }
+        if let Some(proxy) = &self.proxy
+            && !(proxy.starts_with("http://") || proxy.starts_with("https://"))
+        {
+            return bad(
+                "crawl.proxy",
+                format!("{proxy:?} is not an http:// or https:// proxy URL"),
+            );
+        }
+        for p in &self.git_protocols {
+            if !GIT_PROTOCOLS.contains(&p.as_str()) {
+                return bad(
+                    "crawl.git_protocols",
+                    format!(
+                        "{p:?} is not one of {}; remote helpers such as ext run commands and are never allowed",
+                        GIT_PROTOCOLS.join(", ")
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{assert_refused, env, load_toml_with_env};
+
+    #[test]
+    fn bad_settings_are_named_by_key() {
+        assert_eq!(CrawlConfig::default().validate(), Ok(()));
+        assert_refused(&[
+            ("[crawl]\nmax_pages = 0\n", "crawl.max_pages"),
+            (
+                "[crawl]\nallow_private_networks = [\"10.0.0.1/8\"]\n",
+                "crawl.allow_private_networks",
+            ),
+            (
+                "[crawl]\ngit_protocols = [\"https\", \"ext\"]\n",
+                "crawl.git_protocols",
+            ),
+            (
+                "[crawl]\ncontent_types = [\"html\"]\n",
+                "crawl.content_types",
+            ),
+            ("[crawl]\nproxy = \"socks5://p\"\n", "crawl.proxy"),
+            ("[crawl]\nmax_page_bytes = 10\n", "crawl.max_page_bytes"),
+        ]);
+    }
+
+    #[test]
+    fn crawl_network_settings_come_from_file_and_environment() {
+        let crawl = load_toml_with_env(
+            "[crawl]\ngit_protocols = [\"https\"]\n",
+            env(&[(
+                "WEFT__CRAWL__ALLOW_PRIVATE_NETWORKS",
+                "10.20.0.0/16,fd00::/8",
+            )]),
+        )
+        .unwrap()
+        .crawl;
+        assert_eq!(crawl.git_protocols, ["https"]);
+        let nets = crawl.private_network_allow_list().unwrap();
+        assert_eq!(nets.len(), 2);
+        assert!(nets[0].contains("10.20.3.4".parse().unwrap()));
+        assert!(nets[1].contains("fd12::1".parse().unwrap()));
+        // Public addresses only, by default.
+        assert!(CrawlConfig::default().allow_private_networks.is_empty());
+    }
+}
