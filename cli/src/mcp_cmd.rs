@@ -9,8 +9,8 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use async_trait::async_trait;
 use clap::Args;
-use weft_index::{RunOptions, RunSource};
 use weft_core::query::RequestBounds;
+use weft_index::{RunOptions, RunSource};
 use weft_mcp::{
     Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, IndexRunner, McpOptions,
     PartsProvider, WeftMcp,
