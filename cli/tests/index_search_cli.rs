@@ -168,9 +168,9 @@ fn a_missing_model_names_the_command_that_fetches_it() {
     let err = stderr(&out);
     assert!(err.contains("tools/fetch-model.sh"), "{err}");
     assert!(err.contains("no-model-here"), "{err}");
-    // Printed once: one line, and no part of it said again.
+    // Printed once: one line, the cause not said again.
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert_eq!(err.matches("no-model-here").count(), 1, "{err}");
+    assert_eq!(err.matches("config.json is missing").count(), 1, "{err}");
 }
 
 /// The directory of the data directory's live index generation.
