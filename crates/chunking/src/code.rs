@@ -5,7 +5,12 @@
 //! definition over `code.max_chars` is split: a class (any container) into a
 //! header chunk (declaration and leading fields) plus its members, each
 //! chunked the same way one level down; anything else at statement (child)
-//! boundaries into "(Part i/n)". Tiny neighbours merge up to `code.min_chars`.
+//! boundaries into "(Part i/n)". Tiny neighbours merge: a piece under
+//! `code.min_chars` joins its neighbour while the two fit `code.max_chars`,
+//! except that two definitions (named, and not fields, comments or imports
+//! in the language table) share a chunk only within `code.min_chars`. The
+//! same rule at every level and in every language: what makes a method
+//! "tiny" is its size, never its language's table.
 //!
 //! Pieces at one level always run from one unit's start to the next unit's
 //! start (trailing whitespace trimmed), so separators that are not nodes of
@@ -290,10 +295,14 @@ struct Unit<'t> {
     def: Option<Node<'t>>,
 }
 
-/// A piece, and whether it may merge with its tiny neighbours.
+/// A piece, whether it may merge with its tiny neighbours, and whether it
+/// holds a definition of its own.
 struct Mergeable {
     piece: Piece,
     mergeable: bool,
+    /// A named unit that is not a field (nor a comment, import or class
+    /// header): two such merge only up to `code.min_chars`.
+    definition: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -385,11 +394,13 @@ impl<'a> Ctx<'a> {
         let section = join_path(path, self.qualifier(inner).as_deref(), name.as_deref());
         let node_type = inner.kind().to_owned();
         if self.measure.chars(range.0, range.1) <= self.config.max_chars {
+            let definition = name.is_some() && !self.is(self.spec.fields, inner);
             let mut piece = Piece::new(range.0, range.1, section, node_type);
             piece.node_name = name;
             return vec![Mergeable {
                 piece,
                 mergeable: true,
+                definition,
             }];
         }
         if let Some((owner, body)) = find_body(def, self.spec.bodies).filter(|_| depth < MAX_DEPTH)
@@ -570,6 +581,7 @@ impl<'a> Ctx<'a> {
             .map(|piece| Mergeable {
                 piece,
                 mergeable: false,
+                definition: false,
             })
             .collect()
     }
@@ -605,11 +617,18 @@ impl<'a> Ctx<'a> {
             .map(|piece| Mergeable {
                 piece,
                 mergeable: whole,
+                definition: false,
             })
             .collect()
     }
 
-    /// Merges tiny neighbours (either under `min_chars`) while the result fits.
+    /// Merges tiny neighbours: either under `min_chars`, while the result
+    /// fits `max_chars` — or, when both hold a definition, `min_chars`. A
+    /// comment, a field or a class header joins the definition beside it,
+    /// and a run of one-line definitions shares a chunk; but a run of
+    /// methods just under `min_chars` (fourteen lines of Ruby or Go) does
+    /// not merge into one chunk filed under the first method's name while
+    /// the same methods in a wordier language stay one chunk each.
     fn merge_small(&self, pieces: Vec<Mergeable>) -> Vec<Mergeable> {
         let (min, max) = (self.config.min_chars, self.config.max_chars);
         let mut out: Vec<Mergeable> = Vec::with_capacity(pieces.len());
@@ -617,10 +636,15 @@ impl<'a> Ctx<'a> {
             if let Some(last) = out.last_mut() {
                 let last_size = self.measure.chars(last.piece.start, last.piece.end);
                 let next_size = self.measure.chars(next.piece.start, next.piece.end);
+                let limit = if last.definition && next.definition {
+                    min
+                } else {
+                    max
+                };
                 if last.mergeable
                     && next.mergeable
                     && (last_size < min || next_size < min)
-                    && self.measure.chars(last.piece.start, next.piece.end) <= max
+                    && self.measure.chars(last.piece.start, next.piece.end) <= limit
                 {
                     let end = next.piece.end;
                     if next_size > last_size {
@@ -631,6 +655,7 @@ impl<'a> Ctx<'a> {
                         last.piece.outline = last.piece.outline.take().or(outline);
                     }
                     last.piece.end = end;
+                    last.definition |= next.definition;
                     continue;
                 }
             }

@@ -51,7 +51,13 @@
 /// title; inline anchors left out of titles. Hostile input: a code parse
 /// over its work budget falls back to line windows, and an HTML page nested
 /// over 256 deep is taken as plain text.
-pub const CHUNKER_VERSION: u32 = 3;
+/// 4: code: two definitions merge only while together within
+/// `code.min_chars` (tiny fields, comments and class headers still merge
+/// up to `code.max_chars`), so a class of methods just under
+/// `code.min_chars` is one chunk per method, in every language (Ruby's and
+/// Go's merged up to `code.max_chars`); Go's `const` and `var` declarations
+/// merge as data.
+pub const CHUNKER_VERSION: u32 = 4;
 
 mod asciidoc;
 mod code;
