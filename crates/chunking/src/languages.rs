@@ -410,7 +410,8 @@ static BASH: LanguageSpec = LanguageSpec {
     comments: &["comment"],
     attach_forward: &[],
     containers: &[],
-    fields: &[],
+    // Data, not a definition: `X=1` merges with its neighbours.
+    fields: &["variable_assignment"],
     flatten: &[],
     transparent: &[],
     bodies: &[],

@@ -557,6 +557,7 @@ fn class_of_six_methods(file: &str) -> String {
 /// (tabs), such a method is under `code.min_chars`, in the others over it:
 /// under the old rule tiny neighbours merged until `code.max_chars`, so the
 /// Ruby class came out as five methods named after the first, plus one.
+/// Now a definition of ten lines or more stands alone in every language.
 #[test]
 fn a_class_of_six_methods_is_one_chunk_per_method_in_every_language() {
     let mut config = ChunkingConfig::default();
@@ -581,9 +582,18 @@ fn a_class_of_six_methods_is_one_chunk_per_method_in_every_language() {
         assert!(doc.warnings.is_empty(), "{file}: {:?}", doc.warnings);
         weft_core::invariants::check(&source, &doc.chunks)
             .unwrap_or_else(|v| panic!("{file}: {v}"));
-        let sections: Vec<&str> = doc.chunks.iter().map(|c| c.section.as_str()).collect();
+        // Go's type is a definition of its own, before the methods: one
+        // line, it joins no method that stands alone.
+        let methods = if file.ends_with(".go") {
+            assert_eq!(doc.chunks[0].section, "Box", "{file}");
+            assert!(doc.chunks[0].content.ends_with("type Box struct{ n int }"));
+            &doc.chunks[1..]
+        } else {
+            &doc.chunks[..]
+        };
+        let sections: Vec<&str> = methods.iter().map(|c| c.section.as_str()).collect();
         assert_eq!(sections, expected, "{file}");
-        for (n, chunk) in doc.chunks.iter().enumerate() {
+        for (n, chunk) in methods.iter().enumerate() {
             assert_eq!(
                 chunk.node_name.as_deref(),
                 Some(format!("get_{n}").as_str())
@@ -609,16 +619,28 @@ fn a_class_of_six_methods_is_one_chunk_per_method_in_every_language() {
     assert!(!under_min.contains(&"Box.java"), "{under_min:?}");
 }
 
-/// The other half of the rule: what is tiny still merges. Fields, a
-/// section keyword and a trailing comment join the definition beside
-/// them (up to `code.max_chars`); one-line methods share a chunk, but only
-/// up to `code.min_chars`, never with a method of their own size class.
+/// The rest of the rule: a definition of ten lines or more stands alone —
+/// no other definition joins it, however small the two — while what is
+/// smaller merges as before. Fields, a section keyword and a trailing
+/// comment join the definition beside them; one-line methods share a chunk
+/// with the class header, and nine-line methods with each other (up to
+/// `code.max_chars`); a one-line method between two that stand alone is a
+/// chunk of its own.
 #[test]
-fn tiny_neighbours_merge_and_definitions_only_up_to_min_chars() {
-    let body: String = (1..=12).map(|j| format!("    y += x * {j}\n")).collect();
+fn tiny_neighbours_merge_but_no_definition_joins_one_of_ten_lines() {
+    let method = |name: &str, lines: usize| {
+        let body: String = (1..=lines - 2)
+            .map(|j| format!("    y += x * {j}\n"))
+            .collect();
+        format!("  def {name}(x)\n{body}  end\n")
+    };
     let source = format!(
-        "class Box\n  attr_reader :size\n\n  def a; @a; end\n  def b; @b; end\n  def c; @c; end\n\n  \
-         def big_0(x)\n{body}  end\n\n  private\n\n  def big_1(x)\n{body}  end\n  # The end of Box.\nend\n"
+        "class Box\n  attr_reader :size\n\n  def a; @a; end\n  def b; @b; end\n  def c; @c; end\n\n\
+         {}\n  private\n\n  def d; @d; end\n\n{}\n{}\n{}  # The end of Box.\nend\n",
+        method("big_0", 10),
+        method("big_1", 10),
+        method("mid_0", 9),
+        method("mid_1", 9),
     );
     let mut config = ChunkingConfig::default();
     config.code.max_chars = 400;
@@ -630,27 +652,76 @@ fn tiny_neighbours_merge_and_definitions_only_up_to_min_chars() {
     let sections: Vec<&str> = doc.chunks.iter().map(|c| c.section.as_str()).collect();
     assert_eq!(
         sections,
-        ["Box", "Box.big_0", "Box.big_1"],
+        ["Box", "Box.big_0", "Box.d", "Box.big_1", "Box.mid_0"],
         "{:#?}",
         doc.chunks
     );
-    let [header, big_0, big_1] = &doc.chunks[..] else {
+    let [header, big_0, d, big_1, mids] = &doc.chunks[..] else {
         unreachable!()
     };
+    // Every piece here is under `code.min_chars`: under that rule alone
+    // the whole class would be two chunks.
+    assert!(big_0.content.len() < 200 && big_1.content.len() < 200);
     assert!(header.content.contains("attr_reader :size"));
     assert!(
         header.content.ends_with("def c; @c; end"),
         "{}",
         header.content
     );
-    assert!(header.content.chars().count() <= 200);
     assert!(big_0.content.starts_with("def big_0(x)"));
     assert!(big_0.content.ends_with("private"), "{}", big_0.content);
+    assert_eq!(d.content, "def d; @d; end");
+    assert!(big_1.content.starts_with("def big_1(x)"));
+    assert!(big_1.content.ends_with("  end"), "{}", big_1.content);
+    assert!(mids.content.starts_with("def mid_0(x)"));
+    assert!(mids.content.contains("  def mid_1(x)\n"));
     assert!(
-        big_1.content.ends_with("  # The end of Box.\nend"),
+        mids.content.ends_with("  # The end of Box.\nend"),
         "{}",
-        big_1.content
+        mids.content
     );
+}
+
+/// Data is not a definition: a Go `var` or a shell variable assignment
+/// between two functions that stand alone joins one of them, as a field or
+/// a comment would, instead of standing alone as a chunk of one line.
+#[test]
+fn data_joins_a_definition_that_stands_alone() {
+    let function = |open: &str, statement: &str, close: &str| {
+        let body: String = (1..=8).map(|j| format!("{statement}{j}\n")).collect();
+        format!("{open}\n{body}{close}\n")
+    };
+    let cases = [
+        (
+            "x.go",
+            format!(
+                "package x\n\n{}\nvar limit = 3\n\n{}",
+                function("func f() {", "\ty += ", "}"),
+                function("func g() {", "\ty -= ", "}"),
+            ),
+        ),
+        (
+            "x.sh",
+            format!(
+                "{}\nLIMIT=3\n\n{}",
+                function("f() {", "  echo ", "}"),
+                function("g() {", "  echo ", "}"),
+            ),
+        ),
+    ];
+    let chunker = Chunker::new(ChunkingConfig::default()).unwrap();
+    for (file, source) in cases {
+        let doc = chunker.chunk_text("p", file, &source);
+        weft_core::invariants::check(&source, &doc.chunks).unwrap();
+        let sections: Vec<&str> = doc.chunks.iter().map(|c| c.section.as_str()).collect();
+        assert_eq!(sections, ["f", "g"], "{file}: {:#?}", doc.chunks);
+        assert!(
+            doc.chunks[0].content.ends_with("limit = 3")
+                || doc.chunks[0].content.ends_with("LIMIT=3"),
+            "{file}: {}",
+            doc.chunks[0].content
+        );
+    }
 }
 
 #[test]
