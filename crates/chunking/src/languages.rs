@@ -44,7 +44,9 @@ pub(crate) struct LanguageSpec {
     pub attach_forward: &'static [&'static str],
     /// Definitions whose body holds members: split into header + members.
     pub containers: &'static [&'static str],
-    /// Members that are data (fields, constants): they join the class header.
+    /// Members that are data (fields, constants): they join the class
+    /// header, and at any level they merge with their neighbours like
+    /// comments do, not like definitions (see `code::Ctx::merge_small`).
     pub fields: &'static [&'static str],
     /// Body nodes whose children are members of the enclosing body.
     pub flatten: &'static [&'static str],
@@ -270,7 +272,7 @@ static GO: LanguageSpec = LanguageSpec {
     comments: &["comment"],
     attach_forward: &["package_clause", "import_declaration"],
     containers: &[],
-    fields: &[],
+    fields: &["const_declaration", "var_declaration"],
     flatten: &[],
     transparent: &[],
     bodies: &[],
@@ -408,7 +410,8 @@ static BASH: LanguageSpec = LanguageSpec {
     comments: &["comment"],
     attach_forward: &[],
     containers: &[],
-    fields: &[],
+    // Data, not a definition: `X=1` merges with its neighbours.
+    fields: &["variable_assignment"],
     flatten: &[],
     transparent: &[],
     bodies: &[],

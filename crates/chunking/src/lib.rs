@@ -51,7 +51,15 @@
 /// title; inline anchors left out of titles. Hostile input: a code parse
 /// over its work budget falls back to line windows, and an HTML page nested
 /// over 256 deep is taken as plain text.
-pub const CHUNKER_VERSION: u32 = 3;
+/// 4: code: a definition of at least ten non-blank lines stands alone —
+/// no other definition merges into its chunk, nor it into another's
+/// (comments, fields, imports and class headers still join it; smaller
+/// pieces merge as before) — so a class of 14-line methods just under
+/// `code.min_chars` is one chunk per method in every language (Ruby's and
+/// Go's merged up to `code.max_chars`); Go's `const` and `var`
+/// declarations and shell variable assignments count as data (fields),
+/// not definitions.
+pub const CHUNKER_VERSION: u32 = 4;
 
 mod asciidoc;
 mod code;

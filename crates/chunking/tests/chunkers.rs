@@ -447,6 +447,283 @@ fn kotlin_classes_split_into_members_with_their_package_and_annotations() {
     assert!(tick.content.starts_with("/**\n     * Runs every job"));
 }
 
+/// A class `Box` of six 14-line methods `get_0` … `get_5`, in the idiom of
+/// the language of `file` (its indentation, braces and statement ends):
+/// the same shape, at different sizes.
+fn class_of_six_methods(file: &str) -> String {
+    // The class's opening, a method's opening (`N` its number), one
+    // statement (`J`), a method's closing, the class's closing.
+    let (open, method, statement, method_end, close) = match file.rsplit('.').next() {
+        Some("java") => (
+            "class Box {",
+            "    int get_N(int x) {",
+            "        y += J;",
+            "    }",
+            "}",
+        ),
+        Some("cs") => (
+            "class Box\n{",
+            "    int get_N(int x)\n    {",
+            "        y += J;",
+            "    }",
+            "}",
+        ),
+        Some("cpp") => (
+            "class Box {\n  public:",
+            "    int get_N(int x) {",
+            "        y += J;",
+            "    }",
+            "};",
+        ),
+        Some("php") => (
+            "<?php\n\nclass Box\n{",
+            "    public function get_N($x)\n    {",
+            "        $y += J;",
+            "    }",
+            "}",
+        ),
+        Some("kt") => (
+            "class Box {",
+            "    fun get_N(x: Int): Int {",
+            "        y += J",
+            "    }",
+            "}",
+        ),
+        Some("ts" | "tsx") => (
+            "export class Box {",
+            "    get_N(x: number): number {",
+            "        y += J;",
+            "    }",
+            "}",
+        ),
+        Some("js") => (
+            "class Box {",
+            "    get_N(x) {",
+            "        y += J;",
+            "    }",
+            "}",
+        ),
+        Some("rs") => (
+            "impl Box {",
+            "    fn get_N(&mut self, x: i64) -> i64 {",
+            "        y += J;",
+            "    }",
+            "}",
+        ),
+        Some("rb") => ("class Box", "  def get_N(x)", "    y += J", "  end", "end"),
+        Some("py") => (
+            "class Box:",
+            "    def get_N(self, x):",
+            "        y += J",
+            "",
+            "",
+        ),
+        // Go has no class body: the methods follow their type.
+        Some("go") => (
+            "package box\n\ntype Box struct{ n int }\n",
+            "func (b *Box) get_N(x int) int {",
+            "\ty += J",
+            "}",
+            "",
+        ),
+        _ => panic!("no class shape for {file}"),
+    };
+    let mut source = format!("{open}\n");
+    for n in 0..6 {
+        if n > 0 {
+            source.push('\n');
+        }
+        let mut lines = vec![method.replace('N', &n.to_string())];
+        let statements = 14 - method.lines().count() - method_end.lines().count();
+        lines.extend((1..=statements).map(|j| statement.replace('J', &j.to_string())));
+        lines.extend(method_end.lines().map(str::to_owned));
+        assert_eq!(lines.iter().map(|l| l.lines().count()).sum::<usize>(), 14);
+        for line in lines {
+            source.push_str(&line);
+            source.push('\n');
+        }
+    }
+    if !close.is_empty() {
+        source.push_str(close);
+        source.push('\n');
+    }
+    source
+}
+
+/// Issue 31, item 7: one sibling-grouping rule for every language. A class
+/// of six 14-line methods is too large for one chunk, so it is a header plus
+/// one chunk per method; the header is tiny and joins the first method. In
+/// Ruby's idiom (two-space indentation, no braces or semicolons) and Go's
+/// (tabs), such a method is under `code.min_chars`, in the others over it:
+/// under the old rule tiny neighbours merged until `code.max_chars`, so the
+/// Ruby class came out as five methods named after the first, plus one.
+/// Now a definition of ten lines or more stands alone in every language.
+#[test]
+fn a_class_of_six_methods_is_one_chunk_per_method_in_every_language() {
+    let mut config = ChunkingConfig::default();
+    config.code.max_chars = 800;
+    config.code.min_chars = 200;
+    let chunker = Chunker::new(config.clone()).unwrap();
+    let expected: Vec<String> = (0..6).map(|n| format!("Box.get_{n}")).collect();
+    let files = [
+        "Box.java", "Box.cs", "box.cpp", "Box.php", "Box.kt", "box.ts", "box.tsx", "box.js",
+        "box.rs", "box.rb", "box.py", "box.go",
+    ];
+    let mut under_min = Vec::new();
+    for file in files {
+        let source = class_of_six_methods(file);
+        assert!(source.len() > config.code.max_chars, "{file}: {source}");
+        let doc = chunker.chunk_text("shapes", file, &source);
+        assert!(
+            matches!(doc.kind.strategy, Strategy::Code(_)),
+            "{file}: {:?}",
+            doc.kind
+        );
+        assert!(doc.warnings.is_empty(), "{file}: {:?}", doc.warnings);
+        weft_core::invariants::check(&source, &doc.chunks)
+            .unwrap_or_else(|v| panic!("{file}: {v}"));
+        // Go's type is a definition of its own, before the methods: one
+        // line, it joins no method that stands alone.
+        let methods = if file.ends_with(".go") {
+            assert_eq!(doc.chunks[0].section, "Box", "{file}");
+            assert!(doc.chunks[0].content.ends_with("type Box struct{ n int }"));
+            &doc.chunks[1..]
+        } else {
+            &doc.chunks[..]
+        };
+        let sections: Vec<&str> = methods.iter().map(|c| c.section.as_str()).collect();
+        assert_eq!(sections, expected, "{file}");
+        for (n, chunk) in methods.iter().enumerate() {
+            assert_eq!(
+                chunk.node_name.as_deref(),
+                Some(format!("get_{n}").as_str())
+            );
+            let methods: Vec<usize> = (0..6)
+                .filter(|m| chunk.content.contains(&format!("get_{m}(")))
+                .collect();
+            assert_eq!(methods, [n], "{file}: {}", chunk.content);
+            let method_chars = chunk.content[chunk.content.find("get_").unwrap()..].len();
+            if method_chars < config.code.min_chars {
+                under_min.push(file);
+            }
+        }
+        assert!(
+            doc.chunks[0]
+                .content
+                .starts_with(source.lines().next().unwrap())
+        );
+    }
+    // The shape straddles `code.min_chars`, as in the issue: the rule, not
+    // the sizes, makes the chunks the same.
+    assert!(under_min.contains(&"box.rb"), "{under_min:?}");
+    assert!(!under_min.contains(&"Box.java"), "{under_min:?}");
+}
+
+/// The rest of the rule: a definition of ten lines or more stands alone —
+/// no other definition joins it, however small the two — while what is
+/// smaller merges as before. Fields, a section keyword and a trailing
+/// comment join the definition beside them; one-line methods share a chunk
+/// with the class header, and nine-line methods with each other (up to
+/// `code.max_chars`); a one-line method between two that stand alone is a
+/// chunk of its own.
+#[test]
+fn tiny_neighbours_merge_but_no_definition_joins_one_of_ten_lines() {
+    let method = |name: &str, lines: usize| {
+        let body: String = (1..=lines - 2)
+            .map(|j| format!("    y += x * {j}\n"))
+            .collect();
+        format!("  def {name}(x)\n{body}  end\n")
+    };
+    let source = format!(
+        "class Box\n  attr_reader :size\n\n  def a; @a; end\n  def b; @b; end\n  def c; @c; end\n\n\
+         {}\n  private\n\n  def d; @d; end\n\n{}\n{}\n{}  # The end of Box.\nend\n",
+        method("big_0", 10),
+        method("big_1", 10),
+        method("mid_0", 9),
+        method("mid_1", 9),
+    );
+    let mut config = ChunkingConfig::default();
+    config.code.max_chars = 400;
+    config.code.min_chars = 200;
+    let doc = Chunker::new(config)
+        .unwrap()
+        .chunk_text("p", "box.rb", &source);
+    weft_core::invariants::check(&source, &doc.chunks).unwrap();
+    let sections: Vec<&str> = doc.chunks.iter().map(|c| c.section.as_str()).collect();
+    assert_eq!(
+        sections,
+        ["Box", "Box.big_0", "Box.d", "Box.big_1", "Box.mid_0"],
+        "{:#?}",
+        doc.chunks
+    );
+    let [header, big_0, d, big_1, mids] = &doc.chunks[..] else {
+        unreachable!()
+    };
+    // Every piece here is under `code.min_chars`: under that rule alone
+    // the whole class would be two chunks.
+    assert!(big_0.content.len() < 200 && big_1.content.len() < 200);
+    assert!(header.content.contains("attr_reader :size"));
+    assert!(
+        header.content.ends_with("def c; @c; end"),
+        "{}",
+        header.content
+    );
+    assert!(big_0.content.starts_with("def big_0(x)"));
+    assert!(big_0.content.ends_with("private"), "{}", big_0.content);
+    assert_eq!(d.content, "def d; @d; end");
+    assert!(big_1.content.starts_with("def big_1(x)"));
+    assert!(big_1.content.ends_with("  end"), "{}", big_1.content);
+    assert!(mids.content.starts_with("def mid_0(x)"));
+    assert!(mids.content.contains("  def mid_1(x)\n"));
+    assert!(
+        mids.content.ends_with("  # The end of Box.\nend"),
+        "{}",
+        mids.content
+    );
+}
+
+/// Data is not a definition: a Go `var` or a shell variable assignment
+/// between two functions that stand alone joins one of them, as a field or
+/// a comment would, instead of standing alone as a chunk of one line.
+#[test]
+fn data_joins_a_definition_that_stands_alone() {
+    let function = |open: &str, statement: &str, close: &str| {
+        let body: String = (1..=8).map(|j| format!("{statement}{j}\n")).collect();
+        format!("{open}\n{body}{close}\n")
+    };
+    let cases = [
+        (
+            "x.go",
+            format!(
+                "package x\n\n{}\nvar limit = 3\n\n{}",
+                function("func f() {", "\ty += ", "}"),
+                function("func g() {", "\ty -= ", "}"),
+            ),
+        ),
+        (
+            "x.sh",
+            format!(
+                "{}\nLIMIT=3\n\n{}",
+                function("f() {", "  echo ", "}"),
+                function("g() {", "  echo ", "}"),
+            ),
+        ),
+    ];
+    let chunker = Chunker::new(ChunkingConfig::default()).unwrap();
+    for (file, source) in cases {
+        let doc = chunker.chunk_text("p", file, &source);
+        weft_core::invariants::check(&source, &doc.chunks).unwrap();
+        let sections: Vec<&str> = doc.chunks.iter().map(|c| c.section.as_str()).collect();
+        assert_eq!(sections, ["f", "g"], "{file}: {:#?}", doc.chunks);
+        assert!(
+            doc.chunks[0].content.ends_with("limit = 3")
+                || doc.chunks[0].content.ends_with("LIMIT=3"),
+            "{file}: {}",
+            doc.chunks[0].content
+        );
+    }
+}
+
 #[test]
 fn rst_sections_follow_the_adornment_hierarchy() {
     let chunker = Chunker::new(ChunkingConfig::default()).unwrap();
