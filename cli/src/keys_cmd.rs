@@ -60,10 +60,9 @@ pub fn run(args: &KeysArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("--rate-per-sec {rate} must be a positive number");
     }
-    let mut minted =
-        weft_grpc::auth::mint(&args.id, args.projects.clone(), args.content_types.clone())?;
+    let mut minted = weft_auth::mint(&args.id, args.projects.clone(), args.content_types.clone())?;
     minted.entry.rate_per_sec = args.rate_per_sec;
-    let entry = toml::to_string(&weft_grpc::auth::KeysFile {
+    let entry = toml::to_string(&weft_auth::KeysFile {
         keys: vec![minted.entry.clone()],
     })?;
     if args.json {

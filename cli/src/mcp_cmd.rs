@@ -115,10 +115,10 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
                 // As `weft serve`: on loopback without a keys file open, else
                 // the keys of query.api_keys_file (or query.auth = "none").
                 let config = weft_config::load(config_file)?.config;
-                let auth = weft_grpc::auth::from_config(
+                let auth = weft_auth::from_config(
                     &config.query,
                     addr,
-                    weft_grpc::auth::AuthDefault::OpenOnLoopback,
+                    weft_auth::AuthDefault::OpenOnLoopback,
                 )
                 .map_err(|e| anyhow::anyhow!("--http {addr}: {e}"))?;
                 let listener = tokio::net::TcpListener::bind(addr)

@@ -34,7 +34,7 @@ pub fn run(config_file: Option<&std::path::Path>, args: &ServeArgs) -> anyhow::R
             &listen,
             // On loopback without a keys file: open (a laptop); elsewhere
             // keys or an explicit query.auth = "none".
-            weft_grpc::auth::AuthDefault::OpenOnLoopback,
+            weft_auth::AuthDefault::OpenOnLoopback,
             // `weft index` switches generations in the data directory.
             async { Ok(weft_wiring::LiveSource::DataDir) },
             |addr| {

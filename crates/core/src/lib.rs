@@ -51,3 +51,4 @@ pub use ids::{
     ChunkId, DocumentId, MAX_PROJECT_CHARS, MAX_URI_BYTES, canonical_uri, control_character,
     project_problem, uri_problem,
 };
+pub use ports::ErrorKind;

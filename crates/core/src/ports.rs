@@ -13,26 +13,204 @@ use crate::generations::{GenerationError, Generations};
 use crate::retrieval::{ScoredChunk, SearchFilter};
 use crate::{Chunk, ChunkId, DocumentId, IndexIdentity};
 
-/// An error from an adapter behind a port: which component failed and why.
+/// What kind of failure an error is: what its caller may do about it.
+///
+/// Adapters say it where they know it (an HTTP 401 from a server is
+/// [`PermissionDenied`](ErrorKind::PermissionDenied), a missing collection
+/// [`NotFound`](ErrorKind::NotFound), a refused connection or a timeout
+/// [`Unavailable`](ErrorKind::Unavailable)); it travels with the error
+/// through the ports and [`QueryError`](crate::query::QueryError), and is
+/// turned into a gRPC code once (`weft-grpc`) and into an HTTP status once
+/// (`weft-mcp`). The pipeline's workers retry every kind but
+/// [`Invalid`](ErrorKind::Invalid), which no attempt can fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// A service or resource cannot be reached or failed on its side
+    /// (connection refused, timeout, 5xx, I/O error, a lock held by another
+    /// process): another attempt later may pass.
+    Unavailable,
+    /// What was asked for does not exist (a collection, an index, a
+    /// document, a file).
+    NotFound,
+    /// The request or its input is invalid: a server refused it as
+    /// malformed (400, 422), a text the model cannot take, an argument out
+    /// of bounds. Another attempt fails the same way.
+    Invalid,
+    /// The caller presented no valid credentials (the query API's own
+    /// API keys).
+    Unauthenticated,
+    /// The credentials are valid but do not allow this: a server answered
+    /// 401 or 403 to weft's store key, or an API key reads other projects.
+    PermissionDenied,
+    /// A quota or rate limit is exhausted (HTTP 429, a full disk, out of
+    /// memory): another attempt later may pass.
+    ResourceExhausted,
+    /// The system is not in the state the operation needs, and waiting
+    /// does not change that: no embedding model or reranker configured, a
+    /// store made for another model or format, a write to a read-only store.
+    FailedPrecondition,
+    /// Something that should not happen: corrupt stored data, an answer
+    /// that breaks its API's contract, a worker thread that panicked.
+    Internal,
+}
+
+impl ErrorKind {
+    /// Its name in logs: `unavailable`, `not_found`, …
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::Unauthenticated => "unauthenticated",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::ResourceExhausted => "resource_exhausted",
+            ErrorKind::FailedPrecondition => "failed_precondition",
+            ErrorKind::Internal => "internal",
+        }
+    }
+
+    /// The kind of an HTTP error status a server answered weft with:
+    /// 401 and 403 → [`PermissionDenied`](ErrorKind::PermissionDenied)
+    /// (weft's key was refused), 404 and 410 → `NotFound`, 429 →
+    /// `ResourceExhausted`, 408 and 5xx → `Unavailable`, 412 →
+    /// `FailedPrecondition`, any other 4xx → `Invalid`.
+    pub fn of_http_status(status: u16) -> Self {
+        match status {
+            401 | 403 => ErrorKind::PermissionDenied,
+            404 | 410 => ErrorKind::NotFound,
+            408 => ErrorKind::Unavailable,
+            412 => ErrorKind::FailedPrecondition,
+            429 => ErrorKind::ResourceExhausted,
+            400..=499 => ErrorKind::Invalid,
+            _ => ErrorKind::Unavailable,
+        }
+    }
+
+    /// The kind of an I/O error: a missing file is `NotFound`, a refused
+    /// one `PermissionDenied`, a full disk `ResourceExhausted`, data that
+    /// does not read as it should `Internal`; anything else (interrupted,
+    /// timed out, refused connection) `Unavailable`.
+    pub fn of_io(kind: std::io::ErrorKind) -> Self {
+        use std::io::ErrorKind as Io;
+        match kind {
+            Io::NotFound => ErrorKind::NotFound,
+            Io::PermissionDenied | Io::ReadOnlyFilesystem => ErrorKind::PermissionDenied,
+            Io::StorageFull | Io::QuotaExceeded | Io::OutOfMemory | Io::FileTooLarge => {
+                ErrorKind::ResourceExhausted
+            }
+            Io::InvalidInput => ErrorKind::Invalid,
+            Io::InvalidData | Io::UnexpectedEof => ErrorKind::Internal,
+            _ => ErrorKind::Unavailable,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error from an adapter behind a port: which component failed, what
+/// kind of failure it is, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("{component}: {source}")]
 pub struct PortError {
     /// The failing component, e.g. "vector index (qdrant-edge)".
     pub component: String,
+    /// What kind of failure it is.
+    pub kind: ErrorKind,
     /// The underlying error.
     #[source]
     pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 impl PortError {
-    /// Wraps `source` as an error of `component`.
+    /// Wraps `source` as an error of `kind` of `component`.
     pub fn new(
+        kind: ErrorKind,
         component: impl Into<String>,
         source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
     ) -> Self {
         Self {
             component: component.into(),
+            kind,
             source: source.into(),
+        }
+    }
+
+    /// [`ErrorKind::Unavailable`]: `component` cannot be reached or failed
+    /// on its side; another attempt may pass.
+    pub fn unavailable(
+        component: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::new(ErrorKind::Unavailable, component, source)
+    }
+
+    /// [`ErrorKind::NotFound`]: what was asked of `component` does not exist.
+    pub fn not_found(
+        component: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::new(ErrorKind::NotFound, component, source)
+    }
+
+    /// [`ErrorKind::Invalid`]: `component` refused the request or its input.
+    pub fn invalid(
+        component: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::new(ErrorKind::Invalid, component, source)
+    }
+
+    /// [`ErrorKind::PermissionDenied`]: `component` refused weft's credentials.
+    pub fn permission_denied(
+        component: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::new(ErrorKind::PermissionDenied, component, source)
+    }
+
+    /// [`ErrorKind::ResourceExhausted`]: a quota or rate limit of `component`.
+    pub fn resource_exhausted(
+        component: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::new(ErrorKind::ResourceExhausted, component, source)
+    }
+
+    /// [`ErrorKind::FailedPrecondition`]: `component` is not in the state
+    /// the call needs.
+    pub fn failed_precondition(
+        component: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::new(ErrorKind::FailedPrecondition, component, source)
+    }
+
+    /// [`ErrorKind::Internal`]: corrupt data or a broken invariant in
+    /// `component`.
+    pub fn internal(
+        component: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::new(ErrorKind::Internal, component, source)
+    }
+
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+}
+
+impl RegistryError {
+    /// What kind of failure it is: a refused transition is
+    /// [`ErrorKind::FailedPrecondition`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            RegistryError::Transition(_) => ErrorKind::FailedPrecondition,
+            RegistryError::Port(e) => e.kind,
         }
     }
 }
@@ -284,5 +462,26 @@ mod tests {
         assert_eq!(old.revision.as_deref(), Some("abc"));
         let now = ProjectState::now().unwrap();
         assert!(now > 1_700_000_000);
+    }
+
+    #[test]
+    fn a_port_error_keeps_its_kind_and_its_message() {
+        let e = PortError::not_found("vector index (Qdrant c)", "collection c does not exist");
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+        assert_eq!(
+            e.to_string(),
+            "vector index (Qdrant c): collection c does not exist"
+        );
+        assert_eq!(ErrorKind::of_http_status(401), ErrorKind::PermissionDenied);
+        assert_eq!(ErrorKind::of_http_status(403), ErrorKind::PermissionDenied);
+        assert_eq!(ErrorKind::of_http_status(404), ErrorKind::NotFound);
+        assert_eq!(ErrorKind::of_http_status(422), ErrorKind::Invalid);
+        assert_eq!(ErrorKind::of_http_status(429), ErrorKind::ResourceExhausted);
+        assert_eq!(ErrorKind::of_http_status(503), ErrorKind::Unavailable);
+        assert_eq!(
+            ErrorKind::of_io(std::io::ErrorKind::ConnectionRefused),
+            ErrorKind::Unavailable
+        );
+        assert_eq!(ErrorKind::Unavailable.to_string(), "unavailable");
     }
 }

@@ -330,6 +330,20 @@ pub enum QueryError {
     Port(#[from] crate::ports::PortError),
 }
 
+impl QueryError {
+    /// What kind of failure it is: a port's own kind, or
+    /// [`FailedPrecondition`](crate::ports::ErrorKind::FailedPrecondition)
+    /// for a search this deployment is not set up for.
+    pub fn kind(&self) -> crate::ports::ErrorKind {
+        match self {
+            QueryError::NoEmbedder | QueryError::NoReranker => {
+                crate::ports::ErrorKind::FailedPrecondition
+            }
+            QueryError::Port(e) => e.kind(),
+        }
+    }
+}
+
 /// A small least-recently-used cache of query embeddings.
 struct EmbeddingCache {
     capacity: usize,

@@ -189,7 +189,7 @@ impl CachingEmbedder {
             .iter()
             .map(|t| {
                 cache.get(t).cloned().ok_or_else(|| {
-                    weft_core::ports::PortError::new(
+                    weft_core::ports::PortError::internal(
                         "embedding cache",
                         format!("the model returned no vector for {t:?}"),
                     )

@@ -10,7 +10,11 @@
 //! `query.max_query_chars`, `query.max_limit`, filter, expansion and budget
 //! limits) → `INVALID_ARGUMENT`; a project or document that is not indexed
 //! → `NOT_FOUND`; a chunk range past a document's end → `OUT_OF_RANGE`; a
-//! passed deadline → `DEADLINE_EXCEEDED` ([`deadline`]).
+//! passed deadline → `DEADLINE_EXCEEDED` ([`deadline`]). A store, model or
+//! search failure is answered with the code of its kind
+//! ([`status::code_of`]: a store that cannot be reached `UNAVAILABLE`, a
+//! missing collection `NOT_FOUND`, a refused store key `PERMISSION_DENIED`,
+//! no model `FAILED_PRECONDITION`).
 //!
 //! [`QueryServer`] implements the service over any stores; [`serve`] runs it
 //! on a listener until a shutdown future completes; [`run`] is the whole
@@ -20,8 +24,8 @@
 
 #![warn(missing_docs)]
 
-pub mod auth;
 pub mod deadline;
+pub mod status;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -29,9 +33,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tonic::{Request, Response, Status};
+use weft_auth::{Auth, AuthDefault, Scope};
 use weft_config::WeftConfig;
 use weft_core::ports::VectorIndex;
-use weft_core::query::{QueryEngine, QueryError, RequestBounds, RequestError};
+use weft_core::query::{QueryEngine, RequestBounds, RequestError};
 use weft_core::retrieval::SearchFilter;
 use weft_core::{ChunkId, DocumentId};
 use weft_proto::v1;
@@ -64,7 +69,7 @@ pub enum ServiceError {
     Reflection(#[from] tonic_reflection::server::Error),
     /// Authentication could not be set up (no keys file, a bad one).
     #[error(transparent)]
-    Auth(#[from] auth::AuthSetupError),
+    Auth(#[from] weft_auth::AuthSetupError),
     /// The record of the live index generation could not be reached.
     #[error("index generations: {0}")]
     Generations(String),
@@ -79,7 +84,7 @@ pub enum ServiceError {
 #[derive(Clone)]
 pub struct QueryServer {
     stacks: Stacks,
-    auth: auth::Auth,
+    auth: Auth,
     bounds: RequestBounds,
     known_projects: Arc<KnownProjects>,
 }
@@ -138,7 +143,7 @@ impl QueryServer {
     pub fn new(engine: Arc<QueryEngine>, vectors: Arc<dyn VectorIndex>) -> Self {
         Self {
             stacks: Stacks::Fixed { engine, vectors },
-            auth: auth::Auth::Open,
+            auth: Auth::Open,
             bounds: RequestBounds::default(),
             known_projects: Arc::default(),
         }
@@ -148,7 +153,7 @@ impl QueryServer {
     pub fn live(live: weft_wiring::LiveQuery) -> Self {
         Self {
             stacks: Stacks::Live(live),
-            auth: auth::Auth::Open,
+            auth: Auth::Open,
             bounds: RequestBounds::default(),
             known_projects: Arc::default(),
         }
@@ -181,9 +186,21 @@ impl QueryServer {
     }
 
     /// The server with callers authenticated by `auth` (API keys bound to
-    /// projects; see [`auth`]).
-    pub fn with_auth(self, auth: auth::Auth) -> Self {
+    /// projects; see [`weft_auth`]).
+    pub fn with_auth(self, auth: Auth) -> Self {
         Self { auth, ..self }
+    }
+
+    /// The caller's scope, from the request's `authorization` metadata (a
+    /// value that is not text reads as a malformed one).
+    fn authorize<T>(&self, request: &Request<T>) -> Result<Scope, Status> {
+        let value = request
+            .metadata()
+            .get("authorization")
+            .map(|v| v.to_str().unwrap_or(""));
+        self.auth
+            .authorize(value)
+            .map_err(|e| status::auth_status(&e))
     }
 }
 
@@ -204,15 +221,6 @@ pub fn request_bounds(config: &weft_config::QueryServiceConfig) -> RequestBounds
 /// with the index.
 fn status_of_request(error: RequestError) -> Status {
     Status::invalid_argument(format!("weft.v1.SearchRequest.{error}"))
-}
-
-fn status_of(error: QueryError) -> Status {
-    match error {
-        QueryError::NoEmbedder | QueryError::NoReranker => {
-            Status::failed_precondition(error.to_string())
-        }
-        QueryError::Port(e) => Status::unavailable(e.to_string()),
-    }
 }
 
 /// The server span of one call: a child of the caller's `traceparent`
@@ -275,7 +283,7 @@ impl v1::query_service_server::QueryService for QueryServer {
         let (context, mut span) = rpc_span("Search", &request);
         let started = Instant::now();
         let result = async {
-            let scope = self.auth.authorize(request.metadata())?;
+            let scope = self.authorize(&request)?;
             let pinned = self.pin();
             let request = request.into_inner();
             let explain = request.explain;
@@ -288,7 +296,9 @@ impl v1::query_service_server::QueryService for QueryServer {
                 .max_tokens
                 .map(|max_tokens| weft_core::retrieval::PackOptions { max_tokens });
             let named_projects = domain.filter.projects.clone();
-            scope.restrict(&mut domain.filter)?;
+            scope
+                .restrict(&mut domain.filter)
+                .map_err(|e| status::auth_status(&e))?;
             // A project asked for that is not indexed (a typo) is named,
             // not searched as nothing. Only projects the key may read get
             // here: the answer reveals nothing about the others.
@@ -301,7 +311,7 @@ impl v1::query_service_server::QueryService for QueryServer {
             span.set("weft.generation", pinned.generation.to_string());
             let result = pinned.engine.search(&domain).await;
             weft_telemetry::metrics().observe_query(started.elapsed(), result.is_ok());
-            let mut response = result.map_err(status_of)?;
+            let mut response = result.map_err(|e| status::query_status(&e))?;
             scope.retain(&mut response.results);
             // The service reads no catalog, so packed spans carry no commit.
             let context = packing.map(|options| {
@@ -327,7 +337,7 @@ impl v1::query_service_server::QueryService for QueryServer {
         request: Request<v1::GetChunksRequest>,
     ) -> Result<Response<v1::GetChunksResponse>, Status> {
         let (context, span) = rpc_span("GetChunks", &request);
-        let result = match self.auth.authorize(request.metadata()) {
+        let result = match self.authorize(&request) {
             Ok(scope) => self.get_chunks_of(request.into_inner(), &scope).await,
             Err(status) => Err(status),
         };
@@ -361,7 +371,7 @@ impl QueryServer {
                 .vectors
                 .search(&probe, &filter, 1)
                 .await
-                .map_err(|e| Status::unavailable(e.to_string()))?;
+                .map_err(|e| status::port_status(&e))?;
             if hits.is_empty() {
                 return Ok(Some(project.clone()));
             }
@@ -373,7 +383,7 @@ impl QueryServer {
     async fn get_chunks_of(
         &self,
         request: v1::GetChunksRequest,
-        scope: &auth::Scope,
+        scope: &Scope,
     ) -> Result<v1::GetChunksResponse, Status> {
         let document = DocumentId::parse(&request.document_id).ok_or_else(|| {
             Status::invalid_argument(format!(
@@ -410,7 +420,7 @@ impl QueryServer {
             .vectors
             .get(&ids)
             .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
+            .map_err(|e| status::port_status(&e))?;
         // Another project's document is answered as one that does not exist.
         chunks.retain(|c| scope.allows(c) && c.document_id == document);
         let Some(total_chunks) = chunks.iter().map(|c| c.total_chunks).max() else {
@@ -487,10 +497,10 @@ pub async fn serve(
         .build_v1()?;
     // Rotation without restart: the keys file is re-read while serving.
     let watch = match &server.auth {
-        auth::Auth::Keys(store) => Some(AbortOnDrop(tokio::spawn(
+        Auth::Keys(store) => Some(AbortOnDrop(tokio::spawn(
             store.clone().watch(options.keys_reload),
         ))),
-        auth::Auth::Open => None,
+        Auth::Open => None,
     };
     let service = QueryServiceServer::new(server)
         .max_decoding_message_size(options.max_message_bytes)
@@ -562,18 +572,18 @@ pub async fn run(
     config: &WeftConfig,
     locations: &weft_config::Locations,
     listen: &str,
-    auth: auth::AuthDefault,
+    auth: AuthDefault,
     source: impl std::future::Future<Output = Result<weft_wiring::LiveSource, ServiceError>>,
     on_bound: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ServiceError> {
     // Settings first: a missing keys file or certificate fails before the
     // stores and the model are opened.
-    let auth = auth::from_config(&config.query, listen, auth)?;
+    let auth = weft_auth::from_config(&config.query, listen, auth)?;
     let mut options = ServeOptions::from_config(&config.query);
     options.tls = tls::from_config(&config.query)?;
     if options.tls.is_none()
-        && matches!(auth, auth::Auth::Keys(_))
+        && matches!(auth, Auth::Keys(_))
         && !listen
             .parse::<SocketAddr>()
             .is_ok_and(|a| a.ip().is_loopback())

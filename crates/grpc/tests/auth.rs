@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use tonic::Code;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use weft_auth::{self as auth, KeyEntry, KeysFile, Minted};
 use weft_core::{ContentType, DocumentId};
-use weft_grpc::auth::{self, KeyEntry, KeysFile, Minted};
 use weft_index::{IndexOptions, Indexer};
 use weft_proto::v1;
 use weft_proto::v1::query_service_client::QueryServiceClient;

@@ -254,12 +254,13 @@ async fn build_generation(
                     })
                     .await
                     .map_err(|e| {
-                        IndexError::Port(PortError::new(
+                        // The thread panicked.
+                        IndexError::Port(PortError::internal(
                             "opening the new generation",
                             e.to_string(),
                         ))
                     })?;
-                opened.map_err(|e| IndexError::Port(PortError::new("data directory", e)))
+                opened.map_err(|e| IndexError::Port(PortError::new(e.kind(), "data directory", e)))
             })
         })
     };
@@ -359,10 +360,15 @@ fn project_names(generation: &weft_wiring::GenerationDir) -> Result<HashSet<Stri
         source: e,
     })?;
     let names = weft_catalog_redb::RedbCatalog::open(&scratch)
-        .map_err(|e| PortError::new("catalog", e))
-        .and_then(|c| c.projects().map_err(|e| PortError::new("catalog", e)));
+        .map_err(catalog_error)
+        .and_then(|c| c.projects().map_err(catalog_error));
     let _ = std::fs::remove_file(&scratch);
     Ok(names?.into_iter().map(|(name, _)| name).collect())
+}
+
+/// A catalog's error as the port's.
+fn catalog_error(e: weft_catalog_redb::CatalogError) -> PortError {
+    PortError::new(e.kind(), "catalog", e)
 }
 
 /// A scratch path beside `path`, unique to this process.
@@ -390,11 +396,8 @@ async fn add_live_projects(
         source: e,
     })?;
     let projects = {
-        let catalog = weft_catalog_redb::RedbCatalog::open(&scratch)
-            .map_err(|e| PortError::new("catalog", e))?;
-        catalog
-            .projects()
-            .map_err(|e| PortError::new("catalog", e))?
+        let catalog = weft_catalog_redb::RedbCatalog::open(&scratch).map_err(catalog_error)?;
+        catalog.projects().map_err(catalog_error)?
     };
     let _ = std::fs::remove_file(&scratch);
     let named: HashSet<String> = sources

@@ -385,7 +385,7 @@ impl Indexer {
         drop(ready);
         let (mut changes, cut) = cutter
             .await
-            .map_err(|e| IndexError::Port(PortError::new("chunking thread", e.to_string())))?;
+            .map_err(|e| IndexError::Port(PortError::internal("chunking thread", e.to_string())))?;
         written?;
         summary.documents_indexed += cut.indexed;
         summary.documents_skipped += cut.skipped.len();

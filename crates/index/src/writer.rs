@@ -406,7 +406,7 @@ impl IndexWriter {
             .iter()
             .map(|key| {
                 known.get(key).cloned().ok_or_else(|| {
-                    PortError::new(
+                    PortError::internal(
                         format!("embedder {}", self.embedder.model_id()),
                         "a text was neither stored nor embedded",
                     )
@@ -447,7 +447,7 @@ impl IndexWriter {
             .map(|texts| async move {
                 let batch = self.embedder.embed(&texts).await?;
                 if batch.len() != texts.len() {
-                    return Err(PortError::new(
+                    return Err(PortError::internal(
                         format!("embedder {}", self.embedder.model_id()),
                         format!("{} vectors for {} texts", batch.len(), texts.len()),
                     ));

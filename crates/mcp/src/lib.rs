@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+pub mod http;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -34,13 +35,13 @@ use rmcp::{
 };
 use serde::Deserialize;
 use serde_json::json;
+pub use weft_auth::{Auth, Scope};
 use weft_core::query::{MAX_PATH_PREFIX_BYTES, RequestBounds, SearchMode, SearchRequest};
 use weft_core::retrieval::{
     ApproxTokenCounter, Citation, ContextPack, ContextTarget, PackOptions, SearchFilter,
     expand_context, pack,
 };
 use weft_core::{ChunkId, ContentType, DocumentId};
-pub use weft_grpc::auth::{Auth, Scope};
 
 pub use backend::{
     Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, MAX_DOCUMENT_CHUNKS,
@@ -501,7 +502,7 @@ impl WeftMcp {
         let (mut request, globs) = search_request(p, max_tokens, bounds)?;
         scope
             .restrict(&mut request.filter)
-            .map_err(|status| ToolError(status.message().to_owned()))?;
+            .map_err(|refused| ToolError(refused.message().to_owned()))?;
         let mut results = self.backend.search(&request).await?;
         scope.retain(&mut results);
         if let Some(globs) = &globs {
@@ -823,16 +824,20 @@ pub async fn serve_http(
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn(
                 move |mut request: axum::extract::Request, next: axum::middleware::Next| {
-                    let verdict = auth.authorize(&tonic::metadata::MetadataMap::from_headers(
-                        request.headers().clone(),
-                    ));
+                    // A value that is not text reads as a malformed one.
+                    let verdict = auth.authorize(
+                        request
+                            .headers()
+                            .get(axum::http::header::AUTHORIZATION)
+                            .map(|v| v.to_str().unwrap_or("")),
+                    );
                     async move {
                         match verdict {
                             Ok(scope) => {
                                 request.extensions_mut().insert(scope);
                                 next.run(request).await
                             }
-                            Err(status) => refusal(&status),
+                            Err(refused) => http::refusal(&refused),
                         }
                     }
                 },
@@ -848,24 +853,6 @@ pub async fn serve_http(
         watch.abort();
     }
     served
-}
-
-/// The HTTP answer to a request the authentication layer refused.
-fn refusal(status: &tonic::Status) -> axum::response::Response {
-    use axum::http::{StatusCode, header};
-    use axum::response::IntoResponse;
-    let code = match status.code() {
-        tonic::Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
-        tonic::Code::PermissionDenied => StatusCode::FORBIDDEN,
-        _ => StatusCode::UNAUTHORIZED,
-    };
-    tracing::warn!(code = %code, message = status.message(), "MCP request refused");
-    (
-        code,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        format!("{}\n", status.message()),
-    )
-        .into_response()
 }
 
 #[cfg(test)]

@@ -138,6 +138,28 @@ pub enum DataDirError {
 }
 
 impl DataDirError {
+    /// What kind of failure it is: nothing indexed, or a live generation
+    /// that is not there, `NotFound`; data of another model or format, or
+    /// a build without the embedded vector index, `FailedPrecondition`; an
+    /// unreadable marker or record `Internal`; I/O by its own kind; a
+    /// store that failed to open `Unavailable`.
+    pub fn kind(&self) -> weft_core::ErrorKind {
+        use weft_core::ErrorKind;
+        match self {
+            DataDirError::Empty(_) | DataDirError::MissingGeneration { .. } => ErrorKind::NotFound,
+            DataDirError::ModelMismatch { .. }
+            | DataDirError::OldTextFormat { .. }
+            | DataDirError::NoVectorIndex => ErrorKind::FailedPrecondition,
+            DataDirError::BadMeta { .. } | DataDirError::BadGenerations { .. } => {
+                ErrorKind::Internal
+            }
+            DataDirError::Io { source, .. } => ErrorKind::of_io(source.kind()),
+            DataDirError::Store { .. } => ErrorKind::Unavailable,
+        }
+    }
+}
+
+impl DataDirError {
     pub(crate) fn store(
         what: &'static str,
         dir: &Path,

@@ -171,14 +171,15 @@ impl LazyEmbedder {
         self.loaded
             .get_or_init(|| (self.loader)())
             .clone()
-            .map_err(|e| PortError::new("embedding model", e))
+            // The model is not there, or does not load: nothing waiting fixes.
+            .map_err(|e| PortError::failed_precondition("embedding model", e))
     }
 
     /// The loaded model, once its dimension is known to be the index's.
     fn checked(&self) -> PortResult<Arc<dyn Embedder>> {
         let embedder = self.get()?;
         if embedder.dimension() != self.dimension {
-            return Err(PortError::new(
+            return Err(PortError::failed_precondition(
                 "embedding model",
                 format!(
                     "{} makes {}-dimensional vectors, the index holds {}",

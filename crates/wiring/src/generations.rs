@@ -43,7 +43,7 @@ impl FileRegistry {
     }
 
     fn port(e: DataDirError) -> PortError {
-        PortError::new("generations record", e)
+        PortError::new(e.kind(), "generations record", e)
     }
 
     /// [`GenerationRegistry::update`], blocking.

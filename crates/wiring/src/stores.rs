@@ -62,6 +62,21 @@ pub enum StoresError {
     Meilisearch(weft_text_meili::MeiliIndexError),
 }
 
+impl StoresError {
+    /// What kind of failure it is: a setting or key that is not there
+    /// `FailedPrecondition`; a store's own error its own kind.
+    pub fn kind(&self) -> weft_core::ErrorKind {
+        match self {
+            StoresError::DataDir(e) => e.kind(),
+            StoresError::Missing { .. } | StoresError::MissingKey { .. } => {
+                weft_core::ErrorKind::FailedPrecondition
+            }
+            StoresError::Qdrant(e) => e.kind(),
+            StoresError::Meilisearch(e) => e.kind(),
+        }
+    }
+}
+
 /// What a service does with the indexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreAccess {

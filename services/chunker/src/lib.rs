@@ -21,7 +21,7 @@ use prost::Message as _;
 use weft_chunking::Chunker;
 use weft_config::WeftConfig;
 use weft_nats::trace::TraceHeaders as _;
-use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
+use weft_nats::{Delivery, Failure, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
 use weft_proto::v1;
 
 /// The durable consumer every chunker worker shares.
@@ -133,19 +133,23 @@ impl ChunkerHandler {
         let document = match v1::Document::decode(delivery.payload.as_ref()) {
             Ok(d) => d,
             Err(e) => {
-                return Outcome::Fail(format!("{}: not a weft.v1.Document: {e}", delivery.subject));
+                return Failure::invalid(format!(
+                    "{}: not a weft.v1.Document: {e}",
+                    delivery.subject
+                ))
+                .into();
             }
         };
         if let Err(e) = weft_proto::pipeline::check_document(&document) {
-            return Outcome::Fail(format!("{}: {e}", delivery.subject));
+            return Failure::invalid(format!("{}: {e}", delivery.subject)).into();
         }
         let subject = weft_nats::docs_subject(
             document.generation,
             &document.project,
             &document.document_id,
         );
-        if let Err(reason) = delivery.check_subject(&subject) {
-            return Outcome::Fail(reason);
+        if let Err(failure) = delivery.check_subject(&subject) {
+            return failure.into();
         }
         let batches = self.batches(&document, delivery.stream_sequence);
         let metrics = weft_telemetry::metrics();
@@ -173,12 +177,12 @@ impl ChunkerHandler {
                 .await
             {
                 Ok(ack) => acks.push(ack),
-                Err(e) => return Outcome::Retry(e.to_string()),
+                Err(e) => return Failure::from(e).into(),
             }
         }
         for ack in acks {
             if let Err(e) = ack.await {
-                return Outcome::Retry(e.to_string());
+                return Failure::from(e).into();
             }
         }
         metrics

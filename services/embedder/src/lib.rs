@@ -8,9 +8,12 @@
 //! dropped, unchanged chunks not embedded again, the rest embedded in calls
 //! bounded by count and tokens, both indexes written, surplus chunks
 //! deleted, the catalog recorded after the indexes are committed. Then the
-//! messages are acknowledged. Any store or model failure hands the whole
-//! set back for another delivery: ids are computed, so a retry or a
-//! redelivery after a crash duplicates nothing.
+//! messages are acknowledged. A failure keeps its kind ([`Failure`]): a
+//! batch that does not decode, or input the model or a store refuses as
+//! invalid, is dead-lettered at once with the reason; any other store or
+//! model failure (unavailable, rate-limited) hands the whole set back for
+//! another delivery, with backoff, until `max_deliver`: ids are computed,
+//! so a retry or a redelivery after a crash duplicates nothing.
 //!
 //! Each batch names the index generation it is written into (DESIGN §6):
 //! the live one, or the one a rebuild builds beside it. The worker opens a
@@ -30,10 +33,11 @@ use async_trait::async_trait;
 use prost::Message as _;
 use weft_config::Locations;
 use weft_config::WeftConfig;
+use weft_core::ErrorKind;
 use weft_core::generations::{GenerationState, Generations};
-use weft_core::ports::{Embedder, GenerationRegistry, PortError};
+use weft_core::ports::{Embedder, GenerationRegistry};
 use weft_index::{DocumentUpdate, IndexWriter, UpdateContent};
-use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
+use weft_nats::{Delivery, Failure, Handler, Jet, Outcome, WorkerOptions, WorkerStats};
 use weft_proto::v1;
 use weft_wiring::{self as wiring, Load};
 use weft_wiring::{StoreAccess, Stores};
@@ -54,12 +58,17 @@ pub enum EmbedderError {
 
 /// Decodes and checks one chunk batch
 /// ([`weft_proto::pipeline::check_chunk_batch`], and the subject it came
-/// on): the generation it is written into, and the update.
-fn decode(delivery: &Delivery) -> Result<(u32, DocumentUpdate), String> {
-    let wire = v1::ChunkBatch::decode(delivery.payload.as_ref())
-        .map_err(|e| format!("{}: not a weft.v1.ChunkBatch: {e}", delivery.subject))?;
+/// on): the generation it is written into, and the update. A batch that
+/// does not is [`ErrorKind::Invalid`].
+fn decode(delivery: &Delivery) -> Result<(u32, DocumentUpdate), Failure> {
+    let wire = v1::ChunkBatch::decode(delivery.payload.as_ref()).map_err(|e| {
+        Failure::invalid(format!(
+            "{}: not a weft.v1.ChunkBatch: {e}",
+            delivery.subject
+        ))
+    })?;
     let (document_id, chunks) = weft_proto::pipeline::check_chunk_batch(&wire)
-        .map_err(|e| format!("{}: {e}", delivery.subject))?;
+        .map_err(|e| Failure::invalid(format!("{}: {e}", delivery.subject)))?;
     delivery.check_subject(&weft_nats::chunks_subject(
         wire.generation,
         &wire.project,
@@ -191,7 +200,7 @@ impl EmbedderHandler {
     }
 
     /// Opens generation `n`'s stores and writer, recording the model.
-    async fn open_target(&mut self, n: u32, record: &Generations) -> Result<(), String> {
+    async fn open_target(&mut self, n: u32, record: &Generations) -> Result<(), Failure> {
         if self.targets.contains_key(&n) {
             return Ok(());
         }
@@ -202,8 +211,8 @@ impl EmbedderHandler {
         self.registry
             .update(&|g: &mut Generations| g.record_model(n, &model, dimension))
             .await
-            .map_err(|e| e.to_string())?;
-        let catalog = Arc::new(self.jet.catalog_of(n).await.map_err(|e| e.to_string())?);
+            .map_err(|e| Failure::new(e.kind(), e.to_string()))?;
+        let catalog = Arc::new(self.jet.catalog_of(n).await?);
         let generation = weft_wiring::DataDir::new(&self.locations.data_dir).generation(n);
         let indexes = weft_wiring::open_index_stores(
             &self.config.stores,
@@ -213,10 +222,14 @@ impl EmbedderHandler {
             StoreAccess::Write,
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Failure::new(e.kind(), e.to_string()))?;
         tracing::info!(generation = n, stores = %indexes.description, "writing index generation");
         let lease = if self.config.stores.uses_data_dir() {
-            Some(generation.lease().map_err(|e| e.to_string())?)
+            Some(
+                generation
+                    .lease()
+                    .map_err(|e| Failure::new(e.kind(), e.to_string()))?,
+            )
         } else {
             None
         };
@@ -262,7 +275,11 @@ impl EmbedderHandler {
 
     async fn write(&mut self, generation: u32, updates: &[DocumentUpdate]) -> Outcome {
         let Some(target) = self.targets.get_mut(&generation) else {
-            return Outcome::Retry(format!("index generation {generation} is not open"));
+            return Failure::new(
+                ErrorKind::Internal,
+                format!("index generation {generation} is not open"),
+            )
+            .into();
         };
         let t = Instant::now();
         let written = match target.writer.write(updates).await {
@@ -308,7 +325,9 @@ impl EmbedderHandler {
                 );
                 Outcome::Done
             }
-            Err(e) => Outcome::Retry(e.to_string()),
+            // The kind decides: a text the model refuses is dead-lettered,
+            // a store or model that is down retried.
+            Err(e) => Failure::from(e).into(),
         }
     }
 }
@@ -326,17 +345,17 @@ impl Handler for EmbedderHandler {
                     group.0.push(update);
                     group.1.push(i);
                 }
-                Err(reason) => outcomes[i] = Some(Outcome::Fail(reason)),
+                Err(failure) => outcomes[i] = Some(failure.into()),
             }
         }
         if !groups.is_empty() {
             let record = match self.registry.load().await {
                 Ok(record) => Some(record),
                 Err(e) => {
-                    let reason = PortError::to_string(&e);
+                    let failure = Failure::from(e);
                     for (_, indices) in groups.values() {
                         for &i in indices {
-                            outcomes[i] = Some(Outcome::Retry(reason.clone()));
+                            outcomes[i] = Some(failure.clone().into());
                         }
                     }
                     None
@@ -354,7 +373,9 @@ impl Handler for EmbedderHandler {
                         }
                         Destination::Write(n) => match self.open_target(n, &record).await {
                             Ok(()) => self.write(n, &updates).await,
-                            Err(e) => Outcome::Retry(format!("index generation {n}: {e}")),
+                            Err(failure) => {
+                                failure.context(format_args!("index generation {n}")).into()
+                            }
                         },
                     };
                     for i in indices {

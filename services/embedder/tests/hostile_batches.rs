@@ -195,6 +195,9 @@ async fn hostile_batches_are_dead_lettered_and_the_worker_goes_on() {
             letter.error
         );
         assert_eq!(letter.payload.as_ref(), payload.as_slice());
+        // Invalid input: dead-lettered at its first delivery, not retried.
+        assert_eq!(letter.kind, "invalid", "{subject}");
+        assert_eq!(letter.deliveries, "1", "{subject}");
     }
 
     // The good batch after them is indexed; nothing of theirs is.

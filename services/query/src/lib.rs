@@ -40,7 +40,7 @@ pub async fn run(
         config,
         locations,
         listen,
-        weft_grpc::auth::AuthDefault::Required,
+        weft_auth::AuthDefault::Required,
         live_source(config),
         |addr| {
             println!("listening on {addr}");

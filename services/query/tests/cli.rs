@@ -71,11 +71,11 @@ fn secrets_are_never_printed() {
     const MEILI_SECRET: &str = "meili-secret-8d3e6b0c51";
     const MEILI_SEARCH_SECRET: &str = "meili-search-secret-2b7f";
     let dir = tempfile::tempdir().unwrap();
-    let minted = weft_grpc::auth::mint("ops", vec!["p".into()], vec![]).unwrap();
+    let minted = weft_auth::mint("ops", vec!["p".into()], vec![]).unwrap();
     let keys = dir.path().join("keys.toml");
     std::fs::write(
         &keys,
-        toml::to_string(&weft_grpc::auth::KeysFile {
+        toml::to_string(&weft_auth::KeysFile {
             keys: vec![minted.entry.clone()],
         })
         .unwrap(),

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::Deserialize;
 use weft_core::DocumentId;
-use weft_core::ports::{Catalog, PortError, PortResult};
+use weft_core::ports::{Catalog, ErrorKind, PortError, PortResult};
 
 /// redb's and serde's errors, kept as causes.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -48,10 +48,43 @@ pub enum CatalogError {
     Storage {
         /// The catalog file.
         path: PathBuf,
+        /// What kind of failure it is.
+        kind: ErrorKind,
         /// What failed.
         #[source]
         source: BoxError,
     },
+}
+
+impl CatalogError {
+    /// What kind of failure it is: a catalog another process holds is
+    /// `Unavailable` (try again when it ends), one that does not open as a
+    /// catalog `Internal`; a read or write the kind redb's error says.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CatalogError::InUse(_) => ErrorKind::Unavailable,
+            CatalogError::Unreadable { .. } => ErrorKind::Internal,
+            CatalogError::Storage { kind, .. } => *kind,
+        }
+    }
+}
+
+/// The kind of a redb error: I/O by its own kind, corrupt data or a
+/// poisoned lock `Internal`, a value too large `Invalid`, a missing table
+/// `NotFound`, a database held elsewhere `Unavailable`.
+fn kind_of_redb(e: &redb::Error) -> ErrorKind {
+    match e {
+        redb::Error::Io(e) => ErrorKind::of_io(e.kind()),
+        redb::Error::DatabaseAlreadyOpen
+        | redb::Error::WouldBlock
+        | redb::Error::TransactionInProgress
+        | redb::Error::PreviousIo
+        | redb::Error::DatabaseClosed => ErrorKind::Unavailable,
+        redb::Error::ValueTooLarge(_) => ErrorKind::Invalid,
+        redb::Error::TableDoesNotExist(_) => ErrorKind::NotFound,
+        redb::Error::UpgradeRequired(_) => ErrorKind::FailedPrecondition,
+        _ => ErrorKind::Internal,
+    }
 }
 
 /// The catalog in one redb file.
@@ -128,9 +161,15 @@ impl RedbCatalog {
         })
     }
 
-    fn storage(&self, e: impl Into<BoxError>) -> CatalogError {
+    fn storage(&self, e: impl Into<redb::Error>) -> CatalogError {
+        let e = e.into();
+        self.failed(kind_of_redb(&e), e)
+    }
+
+    fn failed(&self, kind: ErrorKind, e: impl Into<BoxError>) -> CatalogError {
         CatalogError::Storage {
             path: self.path.clone(),
+            kind,
             source: e.into(),
         }
     }
@@ -140,7 +179,7 @@ impl RedbCatalog {
         f: impl FnOnce(&redb::WriteTransaction) -> Result<(), redb::Error>,
     ) -> Result<(), CatalogError> {
         let Db::Write(db) = &*self.db else {
-            return Err(self.storage("opened for reading only"));
+            return Err(self.failed(ErrorKind::FailedPrecondition, "opened for reading only"));
         };
         let txn = db.begin_write().map_err(|e| self.storage(e))?;
         f(&txn).map_err(|e| self.storage(e))?;
@@ -148,7 +187,8 @@ impl RedbCatalog {
     }
 
     fn decode<T: for<'de> Deserialize<'de>>(&self, bytes: &[u8]) -> Result<T, CatalogError> {
-        serde_json::from_slice(bytes).map_err(|e| self.storage(format!("corrupt record: {e}")))
+        serde_json::from_slice(bytes)
+            .map_err(|e| self.failed(ErrorKind::Internal, format!("corrupt record: {e}")))
     }
 
     /// The record of a document, if it is indexed.
@@ -166,7 +206,7 @@ impl RedbCatalog {
             .map(|r| {
                 Ok((
                     r.document_id.as_str().to_owned(),
-                    serde_json::to_vec(r).map_err(|e| self.storage(e))?,
+                    serde_json::to_vec(r).map_err(|e| self.failed(ErrorKind::Internal, e))?,
                 ))
             })
             .collect::<Result<_, CatalogError>>()?;
@@ -215,7 +255,7 @@ impl RedbCatalog {
 
     /// Records the state of a project's source.
     pub fn put_project(&self, name: &str, state: &ProjectState) -> Result<(), CatalogError> {
-        let value = serde_json::to_vec(state).map_err(|e| self.storage(e))?;
+        let value = serde_json::to_vec(state).map_err(|e| self.failed(ErrorKind::Internal, e))?;
         self.write(|txn| {
             txn.open_table(PROJECTS)?.insert(name, value.as_slice())?;
             Ok(())
@@ -304,8 +344,9 @@ impl Blocking for RedbCatalog {
         let catalog = self.clone();
         tokio::task::spawn_blocking(move || f(&catalog))
             .await
-            .map_err(|e| PortError::new(COMPONENT, e))?
-            .map_err(|e| PortError::new(COMPONENT, e))
+            // The thread panicked.
+            .map_err(|e| PortError::internal(COMPONENT, e))?
+            .map_err(|e| PortError::new(e.kind(), COMPONENT, e))
     }
 }
 

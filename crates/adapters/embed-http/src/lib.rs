@@ -34,7 +34,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
-use weft_core::ports::{Embedder, PortError, PortResult};
+use weft_core::ports::{Embedder, ErrorKind, PortError, PortResult};
 
 use crate::limit::{Limiter, Throttle};
 
@@ -116,6 +116,8 @@ pub enum EmbedApiError {
         attempts: u32,
         /// The last failure.
         last: String,
+        /// Whether the last failure was the API's rate limit (429).
+        rate_limited: bool,
     },
     /// The answer was not the expected JSON.
     #[error("{url}: malformed answer: {message}")]
@@ -140,6 +142,27 @@ pub enum EmbedApiError {
     /// The client could not be built or the options are unusable.
     #[error("embedding API client: {0}")]
     Setup(String),
+}
+
+impl EmbedApiError {
+    /// What kind of failure it is: a refusal the kind of its HTTP status
+    /// (401/403 `PermissionDenied`, 404 `NotFound`, 400 or 422 — a text
+    /// the model does not take — `Invalid`); retries that ran out
+    /// `ResourceExhausted` after a 429, else `Unavailable`; an answer not
+    /// in the API's shape `Internal`; vectors of another dimension than
+    /// the index's `FailedPrecondition`; unusable options `Invalid`.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EmbedApiError::Rejected { status, .. } => ErrorKind::of_http_status(*status),
+            EmbedApiError::Exhausted {
+                rate_limited: true, ..
+            } => ErrorKind::ResourceExhausted,
+            EmbedApiError::Exhausted { .. } => ErrorKind::Unavailable,
+            EmbedApiError::Malformed { .. } => ErrorKind::Internal,
+            EmbedApiError::Dimension { .. } => ErrorKind::FailedPrecondition,
+            EmbedApiError::Setup(_) => ErrorKind::Invalid,
+        }
+    }
 }
 
 /// An [`Embedder`] over an OpenAI-compatible embeddings API.
@@ -267,7 +290,7 @@ impl HttpEmbedder {
                     if let Some(why) = throttle {
                         permit.throttled(why, after);
                     }
-                    (reason, after)
+                    (reason, after, throttle == Some(Throttle::RateLimited))
                 }
             };
             attempt += 1;
@@ -276,6 +299,7 @@ impl HttpEmbedder {
                     url: self.endpoint.clone(),
                     attempts: attempt,
                     last: last.0,
+                    rate_limited: last.2,
                 });
             }
             let backoff = jittered(self.options.initial_backoff, attempt);
@@ -467,7 +491,7 @@ impl HttpEmbedder {
             .buffered(self.options.max_in_flight)
             .try_collect()
             .await
-            .map_err(|e| PortError::new("embedding API", e))?;
+            .map_err(|e| PortError::new(e.kind(), "embedding API", e))?;
         Ok(results.into_iter().flatten().collect())
     }
 }
@@ -486,6 +510,26 @@ mod tests {
                 assert!(d <= cap.max(Duration::from_millis(10)), "{d:?} > {cap:?}");
             }
         }
+    }
+
+    #[test]
+    fn each_failure_has_its_kind() {
+        let rejected = |status| EmbedApiError::Rejected {
+            url: "u".into(),
+            status,
+            message: "m".into(),
+        };
+        assert_eq!(rejected(401).kind(), ErrorKind::PermissionDenied);
+        assert_eq!(rejected(404).kind(), ErrorKind::NotFound);
+        assert_eq!(rejected(413).kind(), ErrorKind::Invalid);
+        let exhausted = |rate_limited| EmbedApiError::Exhausted {
+            url: "u".into(),
+            attempts: 3,
+            last: "l".into(),
+            rate_limited,
+        };
+        assert_eq!(exhausted(true).kind(), ErrorKind::ResourceExhausted);
+        assert_eq!(exhausted(false).kind(), ErrorKind::Unavailable);
     }
 
     #[test]

@@ -177,7 +177,9 @@ async fn retries_end_with_the_last_failure() {
     }))
     .await;
     let embedder = HttpEmbedder::connect(options(&server.url)).await.unwrap();
-    let error = embedder.embed(&texts(1)).await.unwrap_err().to_string();
+    let error = embedder.embed(&texts(1)).await.unwrap_err();
+    assert_eq!(error.kind(), weft_core::ErrorKind::Unavailable);
+    let error = error.to_string();
     assert!(error.contains("gave up after 4 attempts"), "{error}");
     assert!(error.contains("down for maintenance"), "{error}");
     assert_eq!(server.requests.load(Ordering::SeqCst), 4);
@@ -194,7 +196,10 @@ async fn client_errors_fail_at_once_with_the_api_message() {
     }))
     .await;
     let embedder = HttpEmbedder::connect(options(&server.url)).await.unwrap();
-    let error = embedder.embed(&texts(1)).await.unwrap_err().to_string();
+    let error = embedder.embed(&texts(1)).await.unwrap_err();
+    // A request the API refuses as invalid: no attempt will pass.
+    assert_eq!(error.kind(), weft_core::ErrorKind::Invalid);
+    let error = error.to_string();
     assert!(
         error.contains("400") && error.contains("does not exist"),
         "{error}"

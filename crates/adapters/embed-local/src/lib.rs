@@ -106,6 +106,17 @@ pub enum EmbedError {
     Poisoned,
 }
 
+impl EmbedError {
+    /// What kind of failure it is: a text the tokenizer refuses is
+    /// `Invalid`; ONNX Runtime failing or a poisoned session `Internal`.
+    pub fn kind(&self) -> weft_core::ErrorKind {
+        match self {
+            EmbedError::Tokenizer(_) => weft_core::ErrorKind::Invalid,
+            EmbedError::Runtime(_) | EmbedError::Poisoned => weft_core::ErrorKind::Internal,
+        }
+    }
+}
+
 /// A loaded sentence-embedding model.
 #[derive(Clone)]
 pub struct LocalEmbedder {
@@ -367,8 +378,9 @@ impl weft_core::ports::Embedder for LocalEmbedder {
             model.embed(&refs)
         })
         .await
-        .map_err(|e| weft_core::ports::PortError::new(COMPONENT, e))?
-        .map_err(|e| weft_core::ports::PortError::new(COMPONENT, e))
+        // The embedding thread panicked.
+        .map_err(|e| weft_core::ports::PortError::internal(COMPONENT, e))?
+        .map_err(|e| weft_core::ports::PortError::new(e.kind(), COMPONENT, e))
     }
 }
 

@@ -12,8 +12,15 @@ use crate::NatsError;
 
 const COMPONENT: &str = "catalog (NATS key-value)";
 
+/// A call to NATS that failed: the server unreachable, timed out or
+/// refusing, for now.
 fn port(error: impl std::fmt::Display) -> PortError {
-    PortError::new(COMPONENT, error.to_string())
+    PortError::unavailable(COMPONENT, error.to_string())
+}
+
+/// A stored value that does not decode, or one that does not encode.
+fn corrupt(error: serde_json::Error) -> PortError {
+    PortError::internal(COMPONENT, error.to_string())
 }
 
 fn doc_key(id: &DocumentId) -> String {
@@ -129,14 +136,14 @@ impl NatsCatalog {
 impl Catalog for NatsCatalog {
     async fn document(&self, id: &DocumentId) -> PortResult<Option<DocumentRecord>> {
         match self.store.get(doc_key(id)).await.map_err(port)? {
-            Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).map_err(port)?)),
+            Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).map_err(corrupt)?)),
             None => Ok(None),
         }
     }
 
     async fn put_documents(&self, records: &[DocumentRecord]) -> PortResult<()> {
         for record in records {
-            let value = serde_json::to_vec(record).map_err(port)?;
+            let value = serde_json::to_vec(record).map_err(corrupt)?;
             self.store
                 .put(doc_key(&record.document_id), value.into())
                 .await
@@ -155,7 +162,7 @@ impl Catalog for NatsCatalog {
     async fn documents(&self, project: Option<&str>) -> PortResult<Vec<DocumentRecord>> {
         let mut out = Vec::new();
         for value in self.values("doc.*").await? {
-            let record: DocumentRecord = serde_json::from_slice(&value).map_err(port)?;
+            let record: DocumentRecord = serde_json::from_slice(&value).map_err(corrupt)?;
             if project.is_none_or(|p| record.project == p) {
                 out.push(record);
             }
@@ -166,7 +173,7 @@ impl Catalog for NatsCatalog {
     async fn project(&self, name: &str) -> PortResult<Option<ProjectState>> {
         match self.store.get(project_key(name)).await.map_err(port)? {
             Some(bytes) => {
-                let named: NamedProject = serde_json::from_slice(&bytes).map_err(port)?;
+                let named: NamedProject = serde_json::from_slice(&bytes).map_err(corrupt)?;
                 Ok(Some(named.state))
             }
             None => Ok(None),
@@ -178,7 +185,7 @@ impl Catalog for NatsCatalog {
             name: name.to_owned(),
             state: state.clone(),
         })
-        .map_err(port)?;
+        .map_err(corrupt)?;
         self.store
             .put(project_key(name), value.into())
             .await
@@ -189,7 +196,7 @@ impl Catalog for NatsCatalog {
     async fn projects(&self) -> PortResult<Vec<(String, ProjectState)>> {
         let mut out = Vec::new();
         for value in self.values("project.*").await? {
-            let named: NamedProject = serde_json::from_slice(&value).map_err(port)?;
+            let named: NamedProject = serde_json::from_slice(&value).map_err(corrupt)?;
             out.push((named.name, named.state));
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));

@@ -10,7 +10,8 @@
 //! - [`run_worker`] pulls from a durable consumer shared by every worker of a
 //!   stage, hands batches of messages to a [`Handler`], acknowledges what
 //!   succeeded, retries what failed with backoff, and after `max_deliver`
-//!   attempts moves a message to the dead-letter stream with its error;
+//!   attempts moves a message to the dead-letter stream with its error —
+//!   at once when the error's kind is `Invalid` ([`Failure`]);
 //! - [`NatsCatalog`] is the catalog port over a key-value bucket;
 //! - [`trace`] carries W3C trace context in message headers.
 
@@ -32,10 +33,13 @@ use weft_config::NatsConfig;
 
 pub use catalog::NatsCatalog;
 pub use registry::NatsRegistry;
-pub use worker::{Delivery, Handler, Outcome, WorkerOptions, WorkerStats, run_worker};
+pub use worker::{Delivery, Failure, Handler, Outcome, WorkerOptions, WorkerStats, run_worker};
 
 /// Header naming why a message was dead-lettered.
 pub const ERROR_HEADER: &str = "Weft-Error";
+/// Header naming the kind of that error (`invalid`, `unavailable`, …:
+/// [`weft_core::ErrorKind::as_str`]).
+pub const ERROR_KIND_HEADER: &str = "Weft-Error-Kind";
 /// Header naming the stage that gave up on a message.
 pub const STAGE_HEADER: &str = "Weft-Stage";
 /// Header with the subject a dead-lettered message was published on.
@@ -67,6 +71,33 @@ pub enum NatsError {
 }
 
 impl NatsError {
+    /// What kind of failure it is: a server that refuses weft's
+    /// credentials `PermissionDenied`, a server address that does not
+    /// parse `Invalid`; anything else (unreachable, timed
+    /// out, a JetStream call refused) `Unavailable`.
+    pub fn kind(&self) -> weft_core::ErrorKind {
+        match self {
+            NatsError::Connect { source, .. } => {
+                match source.downcast_ref::<async_nats::ConnectError>() {
+                    Some(e)
+                        if matches!(
+                            e.kind(),
+                            async_nats::ConnectErrorKind::Authentication
+                                | async_nats::ConnectErrorKind::AuthorizationViolation
+                        ) =>
+                    {
+                        weft_core::ErrorKind::PermissionDenied
+                    }
+                    Some(e) if e.kind() == async_nats::ConnectErrorKind::ServerParse => {
+                        weft_core::ErrorKind::Invalid
+                    }
+                    _ => weft_core::ErrorKind::Unavailable,
+                }
+            }
+            NatsError::JetStream { .. } => weft_core::ErrorKind::Unavailable,
+        }
+    }
+
     pub(crate) fn js(
         what: impl Into<String>,
         error: impl Into<Box<dyn std::error::Error + Send + Sync>>,

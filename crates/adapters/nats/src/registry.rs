@@ -17,8 +17,10 @@ const KEY: &str = "generations";
 /// Read-modify-write attempts before giving up on a contended record.
 const ATTEMPTS: u32 = 32;
 
+/// A call to NATS that failed: the server unreachable, timed out or
+/// refusing, for now.
 fn port(error: impl std::fmt::Display) -> PortError {
-    PortError::new(COMPONENT, error.to_string())
+    PortError::unavailable(COMPONENT, error.to_string())
 }
 
 /// The generations record in a NATS key-value bucket shared by the crawler,
@@ -61,10 +63,10 @@ impl NatsRegistry {
         match self.store.entry(KEY).await.map_err(port)? {
             Some(entry) if entry.operation == kv::Operation::Put => {
                 let record: Generations = serde_json::from_slice(&entry.value).map_err(|e| {
-                    port(format!(
-                        "{}/{KEY} is not a generations record: {e}",
-                        self.bucket
-                    ))
+                    PortError::internal(
+                        COMPONENT,
+                        format!("{}/{KEY} is not a generations record: {e}", self.bucket),
+                    )
                 })?;
                 Ok((record, Some(entry.revision)))
             }
@@ -83,7 +85,8 @@ impl GenerationRegistry for NatsRegistry {
         for _ in 0..ATTEMPTS {
             let (mut record, revision) = self.read().await?;
             change(&mut record)?;
-            let bytes = serde_json::to_vec(&record).map_err(port)?;
+            let bytes = serde_json::to_vec(&record)
+                .map_err(|e| PortError::internal(COMPONENT, e.to_string()))?;
             // Only a lost race is retried: another writer's change landed
             // first, so read again and re-apply. Anything else is an error.
             let raced = match revision {

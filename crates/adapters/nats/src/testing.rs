@@ -97,6 +97,10 @@ pub struct DeadLetter {
     pub stage: String,
     /// `Weft-Error`: why.
     pub error: String,
+    /// `Weft-Error-Kind`: the kind of that error (`invalid`, `unavailable`, …).
+    pub kind: String,
+    /// `Weft-Deliveries`: how often it was delivered.
+    pub deliveries: String,
     /// The message as it came.
     pub payload: bytes::Bytes,
 }
@@ -146,6 +150,8 @@ pub async fn dead_letters(jet: &crate::Jet, count: usize, timeout: Duration) -> 
             original_subject: header(crate::SUBJECT_HEADER),
             stage: header(crate::STAGE_HEADER),
             error: header(crate::ERROR_HEADER),
+            kind: header(crate::ERROR_KIND_HEADER),
+            deliveries: header(crate::DELIVERIES_HEADER),
             payload: message.payload.clone(),
         });
     }

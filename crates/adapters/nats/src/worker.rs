@@ -11,11 +11,14 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
 
+use weft_core::ErrorKind;
+use weft_core::ports::PortError;
 use weft_telemetry::trace::{Kind, TraceSpan, start_span};
 
 use crate::trace::{TraceContext, TraceHeaders};
 use crate::{
-    DELIVERIES_HEADER, ERROR_HEADER, Jet, NatsError, STAGE_HEADER, SUBJECT_HEADER, subject_token,
+    DELIVERIES_HEADER, ERROR_HEADER, ERROR_KIND_HEADER, Jet, NatsError, STAGE_HEADER,
+    SUBJECT_HEADER, subject_token,
 };
 
 /// One received message.
@@ -41,15 +44,77 @@ impl Delivery {
     /// project and document id give (`weft.docs.<project>.<document_id>`…):
     /// a message published on another document's subject would replace or
     /// be replaced by that document's messages.
-    pub fn check_subject(&self, expected: &str) -> Result<(), String> {
+    pub fn check_subject(&self, expected: &str) -> Result<(), Failure> {
         if self.subject == expected {
             Ok(())
         } else {
-            Err(format!(
+            Err(Failure::invalid(format!(
                 "{}: the message's generation, project and document_id belong on {expected}, not on this subject",
                 self.subject
-            ))
+            )))
         }
+    }
+}
+
+/// Why a message was not handled. Its kind decides what the worker does
+/// ([`Failure::retries`]): input that is [`ErrorKind::Invalid`] is
+/// dead-lettered at once with the reason; anything else (a store or API
+/// unavailable, a rate limit, a bug) is delivered again with backoff, and
+/// dead-lettered after `max_deliver` attempts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Failure {
+    /// What kind of failure it is.
+    pub kind: ErrorKind,
+    /// Why, for logs and the dead-letter's `Weft-Error` header.
+    pub reason: String,
+}
+
+impl Failure {
+    /// A failure of `kind`.
+    pub fn new(kind: ErrorKind, reason: impl Into<String>) -> Self {
+        Self {
+            kind,
+            reason: reason.into(),
+        }
+    }
+
+    /// A message that can never be handled (malformed, on the wrong
+    /// subject): [`ErrorKind::Invalid`].
+    pub fn invalid(reason: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Invalid, reason)
+    }
+
+    /// A store or service that cannot be reached now:
+    /// [`ErrorKind::Unavailable`].
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unavailable, reason)
+    }
+
+    /// The same failure with `context` before its reason.
+    pub fn context(self, context: impl std::fmt::Display) -> Self {
+        Self {
+            reason: format!("{context}: {}", self.reason),
+            ..self
+        }
+    }
+
+    /// Whether another delivery may pass: for every kind but
+    /// [`ErrorKind::Invalid`], which no attempt fixes.
+    pub fn retries(&self) -> bool {
+        self.kind != ErrorKind::Invalid
+    }
+}
+
+impl From<PortError> for Failure {
+    fn from(e: PortError) -> Self {
+        Self::new(e.kind(), e.to_string())
+    }
+}
+
+impl From<NatsError> for Failure {
+    fn from(e: NatsError) -> Self {
+        Self::new(e.kind(), e.to_string())
     }
 }
 
@@ -58,11 +123,39 @@ impl Delivery {
 pub enum Outcome {
     /// Handled: acknowledge it.
     Done,
-    /// Failed in a way that may pass (a store or API down): deliver again
-    /// later, and dead-letter it after `max_deliver` attempts.
-    Retry(String),
-    /// Cannot ever succeed (malformed): dead-letter it now.
-    Fail(String),
+    /// Not handled: retried or dead-lettered as its kind says.
+    Failed(Failure),
+}
+
+impl From<Failure> for Outcome {
+    fn from(failure: Failure) -> Self {
+        Outcome::Failed(failure)
+    }
+}
+
+/// What the worker does with one delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Action {
+    /// Acknowledge it.
+    Ack,
+    /// Hand it back, to be delivered again after this delay.
+    Retry(Duration, Failure),
+    /// Move it to the dead-letter stream now.
+    DeadLetter(Failure),
+}
+
+/// The rule: a message handled is acknowledged; one that failed is
+/// delivered again with backoff while its failure [`retries`](Failure::retries)
+/// and it has been delivered fewer than `max_deliver` times, and is
+/// dead-lettered otherwise — invalid input at once.
+fn decide(outcome: Outcome, delivered: i64, max_deliver: i64) -> Action {
+    match outcome {
+        Outcome::Done => Action::Ack,
+        Outcome::Failed(failure) if failure.retries() && delivered < max_deliver => {
+            Action::Retry(backoff(delivered), failure)
+        }
+        Outcome::Failed(failure) => Action::DeadLetter(failure),
+    }
 }
 
 /// A stage's work on a batch of messages.
@@ -256,7 +349,7 @@ pub async fn run_worker(
                 );
                 delivery.span.set("weft.outcome", "dead_letter");
                 delivery.span.fail(reason.as_str());
-                dead_letter(jet, options.stage, &delivery, &reason).await;
+                dead_letter(jet, options.stage, &delivery, &Failure::unavailable(reason)).await;
                 stats.dead_lettered += 1;
                 continue;
             }
@@ -270,40 +363,40 @@ pub async fn run_worker(
         }
         let outcomes = handler.handle(&deliveries).await;
         for (i, mut delivery) in deliveries.into_iter().enumerate() {
-            let outcome = outcomes
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| Outcome::Retry("the handler gave no outcome".into()));
-            match outcome {
-                Outcome::Done => {
+            let outcome = outcomes.get(i).cloned().unwrap_or_else(|| {
+                Failure::new(ErrorKind::Internal, "the handler gave no outcome").into()
+            });
+            match decide(outcome, delivery.delivered, max_deliver) {
+                Action::Ack => {
                     delivery.span.set("weft.outcome", "done");
                     if let Err(e) = delivery.message.double_ack().await {
                         tracing::warn!(stage = options.stage, subject = %delivery.subject, "ack: {e}");
                     }
                     stats.done += 1;
                 }
-                Outcome::Retry(reason) if delivery.delivered < max_deliver => {
+                Action::Retry(delay, failure) => {
                     metrics.errors.with_label_values(&[options.stage]).inc();
-                    let delay = backoff(delivery.delivered);
                     delivery.span.set("weft.outcome", "retry");
-                    delivery.span.fail(reason.as_str());
+                    delivery.span.fail(failure.reason.as_str());
                     tracing::warn!(
                         stage = options.stage,
                         subject = %delivery.subject,
                         trace_id = %delivery.trace.trace_id,
                         attempt = delivery.delivered,
-                        "{reason}; again in {delay:?}"
+                        kind = %failure.kind,
+                        "{}; again in {delay:?}",
+                        failure.reason
                     );
                     if let Err(e) = delivery.message.ack_with(AckKind::Nak(Some(delay))).await {
                         tracing::warn!(stage = options.stage, "nak: {e}");
                     }
                     stats.retried += 1;
                 }
-                Outcome::Retry(reason) | Outcome::Fail(reason) => {
+                Action::DeadLetter(failure) => {
                     metrics.errors.with_label_values(&[options.stage]).inc();
                     delivery.span.set("weft.outcome", "dead_letter");
-                    delivery.span.fail(reason.as_str());
-                    dead_letter(jet, options.stage, &delivery, &reason).await;
+                    delivery.span.fail(failure.reason.as_str());
+                    dead_letter(jet, options.stage, &delivery, &failure).await;
                     stats.dead_lettered += 1;
                 }
             }
@@ -326,13 +419,16 @@ fn backoff(delivered: i64) -> Duration {
     Duration::from_secs(2u64.pow(exponent).min(30))
 }
 
-/// Publishes the message to `weft.dead.<stage>.<subject>` with the error and
-/// terminates it; when the publish fails the message is handed back instead.
-async fn dead_letter(jet: &Jet, stage: &str, delivery: &Delivery, reason: &str) {
+/// Publishes the message to `weft.dead.<stage>.<subject>` with the error
+/// (and its kind) and terminates it; when the publish fails the message is
+/// handed back instead.
+async fn dead_letter(jet: &Jet, stage: &str, delivery: &Delivery, failure: &Failure) {
+    let reason = &failure.reason;
     tracing::error!(
         stage,
         subject = %delivery.subject,
         trace_id = %delivery.trace.trace_id,
+        kind = %failure.kind,
         "dead-lettered: {reason}"
     );
     weft_telemetry::metrics()
@@ -346,6 +442,7 @@ async fn dead_letter(jet: &Jet, stage: &str, delivery: &Delivery, reason: &str) 
         .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
         .collect();
     headers.insert(ERROR_HEADER, one_line.as_str());
+    headers.insert(ERROR_KIND_HEADER, failure.kind.as_str());
     headers.insert(STAGE_HEADER, stage);
     headers.insert(SUBJECT_HEADER, delivery.subject.as_str());
     headers.insert(DELIVERIES_HEADER, delivery.delivered.to_string().as_str());
@@ -376,6 +473,56 @@ async fn dead_letter(jet: &Jet, stage: &str, delivery: &Delivery, reason: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invalid_input_is_dead_lettered_at_once_and_the_rest_retried_until_max_deliver() {
+        let max_deliver = 5;
+        let why = |kind| Failure::new(kind, "why");
+        let failed = |kind| Outcome::Failed(why(kind));
+        assert_eq!(decide(Outcome::Done, 1, max_deliver), Action::Ack);
+        assert_eq!(decide(Outcome::Done, 9, max_deliver), Action::Ack);
+        // Invalid input: no attempt will pass.
+        assert_eq!(
+            decide(failed(ErrorKind::Invalid), 1, max_deliver),
+            Action::DeadLetter(why(ErrorKind::Invalid))
+        );
+        // Anything else may pass later: retried with backoff, then
+        // dead-lettered at the last delivery.
+        for kind in [
+            ErrorKind::Unavailable,
+            ErrorKind::ResourceExhausted,
+            ErrorKind::NotFound,
+            ErrorKind::PermissionDenied,
+            ErrorKind::FailedPrecondition,
+            ErrorKind::Internal,
+        ] {
+            assert_eq!(
+                decide(failed(kind), 1, max_deliver),
+                Action::Retry(Duration::from_secs(1), why(kind)),
+                "{kind}"
+            );
+            assert_eq!(
+                decide(failed(kind), 4, max_deliver),
+                Action::Retry(Duration::from_secs(8), why(kind)),
+                "{kind}"
+            );
+            assert_eq!(
+                decide(failed(kind), max_deliver, max_deliver),
+                Action::DeadLetter(why(kind)),
+                "{kind}"
+            );
+        }
+        // A store error keeps its kind on the way.
+        let refused = PortError::invalid("embedding API", "400: input too long");
+        let failure = Failure::from(refused).context("index generation 1");
+        assert_eq!(failure.kind, ErrorKind::Invalid);
+        assert_eq!(
+            failure.reason,
+            "index generation 1: embedding API: 400: input too long"
+        );
+        assert!(!failure.retries());
+        assert!(Failure::unavailable("down").retries());
+    }
 
     #[test]
     fn backoff_doubles_up_to_thirty_seconds() {

@@ -10,7 +10,9 @@ use weft_core::DocumentId;
 use weft_core::ports::{Catalog, DocumentRecord, ProjectState};
 use weft_nats::testing::NatsServer;
 use weft_nats::trace::{TraceContext, TraceHeaders as _};
-use weft_nats::{Delivery, Handler, Jet, Outcome, WorkerOptions, docs_subject, run_worker};
+use weft_nats::{
+    Delivery, Failure, Handler, Jet, Outcome, WorkerOptions, docs_subject, run_worker,
+};
 
 fn record(project: &str, uri: &str, hash: &str) -> DocumentRecord {
     DocumentRecord {
@@ -139,9 +141,9 @@ impl Handler for Picky {
                 self.seen.fetch_add(1, Ordering::SeqCst);
                 self.traces.push(d.trace.clone());
                 match (&*d.payload, d.delivered) {
-                    (b"poison", _) => Outcome::Retry("cannot handle poison".into()),
-                    (b"malformed", _) => Outcome::Fail("not a document\nat all".into()),
-                    (b"flaky", 1) => Outcome::Retry("try again".into()),
+                    (b"poison", _) => Failure::unavailable("cannot handle poison").into(),
+                    (b"malformed", _) => Failure::invalid("not a document\nat all").into(),
+                    (b"flaky", 1) => Failure::unavailable("try again").into(),
                     _ => Outcome::Done,
                 }
             })
@@ -219,11 +221,12 @@ async fn workers_ack_retry_and_dead_letter() {
             h.get(weft_nats::ERROR_HEADER).unwrap().to_string(),
             h.get(weft_nats::DELIVERIES_HEADER).unwrap().to_string(),
             h.get(weft_nats::SUBJECT_HEADER).unwrap().to_string(),
+            h.get(weft_nats::ERROR_KIND_HEADER).unwrap().to_string(),
         ));
     }
     letters.sort();
     assert_eq!(letters.len(), 2, "{letters:?}");
-    let (subject, payload, error, deliveries, original) = &letters[0];
+    let (subject, payload, error, deliveries, original, kind) = &letters[0];
     assert_eq!(payload, "poison");
     assert!(
         subject.starts_with("weft.dead.chunker.docs.g0.p."),
@@ -232,8 +235,12 @@ async fn workers_ack_retry_and_dead_letter() {
     assert_eq!(error, "cannot handle poison");
     assert_eq!(deliveries, "3");
     assert!(original.starts_with("weft.docs.g0.p."));
+    assert_eq!(kind, "unavailable");
+    // Invalid input is dead-lettered at its first delivery.
     assert_eq!(letters[1].1, "malformed");
     assert_eq!(letters[1].2, "not a document at all");
+    assert_eq!(letters[1].3, "1");
+    assert_eq!(letters[1].5, "invalid");
 }
 
 #[tokio::test]

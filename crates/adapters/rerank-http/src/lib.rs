@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use weft_core::ports::{PortError, PortResult, Reranker};
+use weft_core::ports::{ErrorKind, PortError, PortResult, Reranker};
 
 /// Which API shape the service speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +78,26 @@ pub enum RerankError {
         /// What is wrong.
         message: String,
     },
+}
+
+impl RerankError {
+    /// What kind of failure it is: an error status the kind of its HTTP
+    /// status (401/403 `PermissionDenied`, 429 `ResourceExhausted`, 5xx
+    /// `Unavailable`, another 4xx `Invalid`); a request that could not be
+    /// built `Invalid`, one that got no answer `Unavailable`; an answer
+    /// not in the API's shape `Internal`.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            RerankError::Http { source, .. } if source.is_builder() => ErrorKind::Invalid,
+            RerankError::Http { source, .. } => {
+                source.status().map_or(ErrorKind::Unavailable, |s| {
+                    ErrorKind::of_http_status(s.as_u16())
+                })
+            }
+            RerankError::Status { status, .. } => ErrorKind::of_http_status(status.as_u16()),
+            RerankError::Json { .. } | RerankError::Shape { .. } => ErrorKind::Internal,
+        }
+    }
 }
 
 impl HttpReranker {
@@ -197,13 +217,30 @@ impl Reranker for HttpReranker {
     async fn rerank(&self, query: &str, passages: &[String]) -> PortResult<Vec<f32>> {
         self.scores(query, passages)
             .await
-            .map_err(|e| PortError::new("reranker", e))
+            .map_err(|e| PortError::new(e.kind(), "reranker", e))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_status_has_its_kind() {
+        let status = |code: u16| RerankError::Status {
+            endpoint: "e".into(),
+            status: reqwest::StatusCode::from_u16(code).unwrap(),
+            body: String::new(),
+        };
+        assert_eq!(status(403).kind(), ErrorKind::PermissionDenied);
+        assert_eq!(status(400).kind(), ErrorKind::Invalid);
+        assert_eq!(status(503).kind(), ErrorKind::Unavailable);
+        let shape = RerankError::Shape {
+            endpoint: "e".into(),
+            message: "m".into(),
+        };
+        assert_eq!(shape.kind(), ErrorKind::Internal);
+    }
 
     #[test]
     fn both_shapes_are_read_into_passage_order() {

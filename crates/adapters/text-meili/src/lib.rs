@@ -20,12 +20,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use meilisearch_sdk::client::Client;
 use meilisearch_sdk::documents::{DocumentDeletionQuery, DocumentsQuery};
+use meilisearch_sdk::errors::{Error as MeiliError, ErrorCode, ErrorType, MeilisearchError};
 use meilisearch_sdk::indexes::Index;
 use meilisearch_sdk::settings::Settings;
 use meilisearch_sdk::task_info::TaskInfo;
 use meilisearch_sdk::tasks::Task;
 use serde::{Deserialize, Serialize};
-use weft_core::ports::{PortError, PortResult, TextIndex};
+use weft_core::ports::{ErrorKind, PortError, PortResult, TextIndex};
 use weft_core::retrieval::{ScoredChunk, SearchFilter, path_scopes};
 use weft_core::{Chunk, ChunkId, DocumentId};
 
@@ -53,6 +54,8 @@ pub enum MeiliIndexError {
         what: &'static str,
         /// The index.
         index: String,
+        /// What kind of failure it is.
+        kind: ErrorKind,
         /// What the server or client said.
         message: String,
     },
@@ -65,9 +68,58 @@ pub enum MeiliIndexError {
         what: &'static str,
         /// The index.
         index: String,
+        /// What kind of failure it is (from Meilisearch's error type and code).
+        kind: ErrorKind,
         /// Meilisearch's error message and code.
         message: String,
     },
+}
+
+impl MeiliIndexError {
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            MeiliIndexError::Request { kind, .. } | MeiliIndexError::Task { kind, .. } => *kind,
+        }
+    }
+}
+
+/// The kind of an error Meilisearch answered with: a refused key is
+/// `PermissionDenied`, a missing index or document `NotFound`, a full
+/// disk `ResourceExhausted`, a request it calls invalid `Invalid`; its
+/// internal errors are the server failing: `Unavailable`.
+fn kind_of_meili(e: &MeilisearchError) -> ErrorKind {
+    match (e.error_type, &e.error_code) {
+        (ErrorType::Auth, _) => ErrorKind::PermissionDenied,
+        (_, ErrorCode::IndexNotFound | ErrorCode::DocumentNotFound | ErrorCode::TaskNotFound) => {
+            ErrorKind::NotFound
+        }
+        (
+            _,
+            ErrorCode::DatabaseSizeLimitReached
+            | ErrorCode::NoSpaceLeftOnDevice
+            | ErrorCode::TooManyOpenFiles,
+        ) => ErrorKind::ResourceExhausted,
+        (ErrorType::InvalidRequest, _) => ErrorKind::Invalid,
+        _ => ErrorKind::Unavailable,
+    }
+}
+
+/// The kind of an error of the client: the server's answer when there is
+/// one (its HTTP status when it sent no error object), a request that
+/// could not be made `Invalid`, an answer that does not parse `Internal`;
+/// anything else (unreachable, timed out) `Unavailable`.
+fn kind_of(e: &MeiliError) -> ErrorKind {
+    match e {
+        MeiliError::Meilisearch(e) => kind_of_meili(e),
+        MeiliError::MeilisearchCommunication(e) => ErrorKind::of_http_status(e.status_code),
+        MeiliError::HttpError(e) => e.status().map_or(ErrorKind::Unavailable, |s| {
+            ErrorKind::of_http_status(s.as_u16())
+        }),
+        MeiliError::InvalidRequest | MeiliError::CantUseWithoutApiKey(_) => ErrorKind::Invalid,
+        MeiliError::ParseError(_) => ErrorKind::Internal,
+        _ => ErrorKind::Unavailable,
+    }
 }
 
 /// A chunk as stored in Meilisearch.
@@ -157,14 +209,12 @@ pub fn to_filter(filter: &SearchFilter) -> Option<String> {
 }
 
 /// How a failed request to the server at `url` about index `uid` is reported.
-fn request_error(
-    url: &str,
-    uid: &str,
-) -> impl Fn(&'static str, meilisearch_sdk::errors::Error) -> MeiliIndexError {
+fn request_error(url: &str, uid: &str) -> impl Fn(&'static str, MeiliError) -> MeiliIndexError {
     let (url, uid) = (url.to_owned(), uid.to_owned());
     move |what, e| MeiliIndexError::Request {
         what,
         index: uid.clone(),
+        kind: kind_of(&e),
         message: format!("{e} ({url})"),
     }
 }
@@ -196,6 +246,7 @@ impl MeiliTextIndex {
                     return Err(MeiliIndexError::Request {
                         what: "open index",
                         index: uid.to_owned(),
+                        kind: ErrorKind::FailedPrecondition,
                         message: format!(
                             "its primary key is {:?}, not \"id\": use another index",
                             existing.primary_key
@@ -203,9 +254,7 @@ impl MeiliTextIndex {
                     });
                 }
             }
-            Err(meilisearch_sdk::errors::Error::Meilisearch(e))
-                if e.error_code == meilisearch_sdk::errors::ErrorCode::IndexNotFound =>
-            {
+            Err(MeiliError::Meilisearch(e)) if e.error_code == ErrorCode::IndexNotFound => {
                 let task = this
                     .client
                     .create_index(uid, Some("id"))
@@ -248,12 +297,11 @@ impl MeiliTextIndex {
             .await;
         match probe {
             Ok(_) => Ok(this),
-            Err(meilisearch_sdk::errors::Error::Meilisearch(e))
-                if e.error_code == meilisearch_sdk::errors::ErrorCode::IndexNotFound =>
-            {
+            Err(MeiliError::Meilisearch(e)) if e.error_code == ErrorCode::IndexNotFound => {
                 Err(MeiliIndexError::Request {
                     what: "open index for search",
                     index: uid.to_owned(),
+                    kind: ErrorKind::NotFound,
                     message: format!(
                         "it does not exist ({url}); the query side's search-only key cannot create it: index something first"
                     ),
@@ -275,9 +323,7 @@ impl MeiliTextIndex {
         let this = Self::handle(url, api_key, uid)?;
         match this.client.get_index(uid).await {
             Ok(_) => {}
-            Err(meilisearch_sdk::errors::Error::Meilisearch(e))
-                if e.error_code == meilisearch_sdk::errors::ErrorCode::IndexNotFound =>
-            {
+            Err(MeiliError::Meilisearch(e)) if e.error_code == ErrorCode::IndexNotFound => {
                 return Ok(false);
             }
             Err(e) => return Err(request("open index", e)),
@@ -303,10 +349,11 @@ impl MeiliTextIndex {
         self.wait(task, "delete index").await
     }
 
-    fn request(&self, what: &'static str, error: impl std::fmt::Display) -> MeiliIndexError {
+    fn request(&self, what: &'static str, error: MeiliError) -> MeiliIndexError {
         MeiliIndexError::Request {
             what,
             index: self.index.uid.clone(),
+            kind: kind_of(&error),
             message: error.to_string(),
         }
     }
@@ -327,6 +374,7 @@ impl MeiliTextIndex {
                 task: uid,
                 what,
                 index: self.index.uid.clone(),
+                kind: kind_of_meili(&content.error),
                 message: format!(
                     "{} ({:?})",
                     content.error.error_message, content.error.error_code
@@ -338,6 +386,7 @@ impl MeiliTextIndex {
 
     fn port(&self, error: MeiliIndexError) -> PortError {
         PortError::new(
+            error.kind(),
             format!("text index (Meilisearch {})", self.index.uid),
             error,
         )
@@ -449,6 +498,53 @@ impl TextIndex for MeiliTextIndex {
 mod tests {
     use super::*;
     use weft_core::ContentType;
+
+    #[test]
+    fn errors_have_the_kind_meilisearch_says() {
+        let meili = |error_type, error_code| {
+            MeiliError::Meilisearch(MeilisearchError {
+                error_message: "m".into(),
+                error_code,
+                error_type,
+                error_link: String::new(),
+            })
+        };
+        assert_eq!(
+            kind_of(&meili(ErrorType::InvalidRequest, ErrorCode::IndexNotFound)),
+            ErrorKind::NotFound
+        );
+        assert_eq!(
+            kind_of(&meili(ErrorType::Auth, ErrorCode::InvalidApiKey)),
+            ErrorKind::PermissionDenied
+        );
+        assert_eq!(
+            kind_of(&meili(
+                ErrorType::InvalidRequest,
+                ErrorCode::InvalidSearchFilter
+            )),
+            ErrorKind::Invalid
+        );
+        assert_eq!(
+            kind_of(&meili(ErrorType::Internal, ErrorCode::NoSpaceLeftOnDevice)),
+            ErrorKind::ResourceExhausted
+        );
+        assert_eq!(
+            kind_of(&meili(ErrorType::Internal, ErrorCode::InternalError)),
+            ErrorKind::Unavailable
+        );
+        let status = |status_code| {
+            MeiliError::MeilisearchCommunication(
+                meilisearch_sdk::errors::MeilisearchCommunicationError {
+                    status_code,
+                    message: None,
+                    url: "http://m".into(),
+                },
+            )
+        };
+        assert_eq!(kind_of(&status(401)), ErrorKind::PermissionDenied);
+        assert_eq!(kind_of(&status(502)), ErrorKind::Unavailable);
+        assert_eq!(kind_of(&MeiliError::Timeout), ErrorKind::Unavailable);
+    }
 
     #[test]
     fn filters_are_quoted_and_joined() {

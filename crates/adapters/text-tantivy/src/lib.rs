@@ -42,7 +42,7 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{Language, Stemmer, TextAnalyzer, TokenStream, Tokenizer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
-use weft_core::ports::{PortError, PortResult, TextIndex};
+use weft_core::ports::{ErrorKind, PortError, PortResult, TextIndex};
 use weft_core::retrieval::{ScoredChunk, SearchFilter};
 use weft_core::{Chunk, ChunkId, ContentType, DocumentId};
 
@@ -107,6 +107,47 @@ pub enum TextIndexError {
     /// A write to an index opened for reading only.
     #[error("text index: opened for reading only")]
     ReadOnly,
+}
+
+impl TextIndexError {
+    /// What kind of failure it is: a directory that does not read as an
+    /// index, or a stored chunk that does not decode, `Internal`; an index
+    /// of another format, or a write to a read-only one,
+    /// `FailedPrecondition`; tantivy's own errors by what they say (I/O
+    /// `Unavailable`, corrupt data `Internal`).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            TextIndexError::Unreadable { .. }
+            | TextIndexError::CorruptChunk(_)
+            | TextIndexError::MissingPayload => ErrorKind::Internal,
+            TextIndexError::OtherFormat { .. } | TextIndexError::ReadOnly => {
+                ErrorKind::FailedPrecondition
+            }
+            TextIndexError::Tantivy(e) => kind_of_tantivy(e),
+        }
+    }
+}
+
+/// The kind of a tantivy error: I/O, a directory that cannot be opened or
+/// a lock held by another writer `Unavailable` (a full disk
+/// `ResourceExhausted`); corrupt or incompatible data `Internal`; an
+/// invalid argument `Invalid`; anything else (a poisoned lock, a panicked
+/// thread) `Internal`.
+fn kind_of_tantivy(e: &tantivy::TantivyError) -> ErrorKind {
+    use tantivy::TantivyError as T;
+    match e {
+        T::IoError(e) => match ErrorKind::of_io(e.kind()) {
+            ErrorKind::ResourceExhausted => ErrorKind::ResourceExhausted,
+            _ => ErrorKind::Unavailable,
+        },
+        T::OpenDirectoryError(_)
+        | T::OpenReadError(_)
+        | T::OpenWriteError(_)
+        | T::LockFailure(..)
+        | T::SystemError(_) => ErrorKind::Unavailable,
+        T::InvalidArgument(_) => ErrorKind::Invalid,
+        _ => ErrorKind::Internal,
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -553,8 +594,9 @@ async fn blocking<T: Send + 'static>(
     let index = index.clone();
     tokio::task::spawn_blocking(move || f(&index))
         .await
-        .map_err(|e| PortError::new(COMPONENT, e))?
-        .map_err(|e| PortError::new(COMPONENT, e))
+        // The thread panicked.
+        .map_err(|e| PortError::internal(COMPONENT, e))?
+        .map_err(|e| PortError::new(e.kind(), COMPONENT, e))
 }
 
 /// The text index port over [`TantivyTextIndex`]: each call runs on tokio's

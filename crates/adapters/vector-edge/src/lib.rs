@@ -34,7 +34,7 @@ use qdrant_edge::{
     UpdateOperation, VectorInternal, VectorStructInternal, WithPayloadInterface, WithVector,
 };
 use serde_json::{Value, json};
-use weft_core::ports::{PortError, PortResult, VectorIndex};
+use weft_core::ports::{ErrorKind, PortError, PortResult, VectorIndex};
 use weft_core::retrieval::{ScoredChunk, SearchFilter, path_scopes};
 use weft_core::{Chunk, ChunkId, DocumentId};
 
@@ -93,6 +93,52 @@ pub enum VectorIndexError {
         /// Number of vectors given.
         vectors: usize,
     },
+}
+
+impl VectorIndexError {
+    /// What kind of failure it is: a shard that does not open, or a stored
+    /// payload that is not a chunk, `Internal`; a shard of another
+    /// dimension or a write to a read-only one `FailedPrecondition`;
+    /// vectors that do not pair with their chunks `Invalid`; an operation
+    /// the kind qdrant-edge's error says.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            VectorIndexError::Unreadable { .. } | VectorIndexError::CorruptPayload { .. } => {
+                ErrorKind::Internal
+            }
+            VectorIndexError::DimensionMismatch { .. } | VectorIndexError::ReadOnly(_) => {
+                ErrorKind::FailedPrecondition
+            }
+            VectorIndexError::Mismatch { .. } => ErrorKind::Invalid,
+            VectorIndexError::Operation(source) => kind_of_operation(source.as_ref()),
+        }
+    }
+}
+
+/// The kind of a failed qdrant-edge operation: input it refuses
+/// (a wrong dimension, a payload of another type) `Invalid`, a missing
+/// point `NotFound`, memory `ResourceExhausted`, a cancelled or timed-out
+/// operation `Unavailable`; storage failures and anything else `Internal`.
+fn kind_of_operation(error: &(dyn std::error::Error + Send + Sync + 'static)) -> ErrorKind {
+    use qdrant_edge::OperationError as E;
+    let Some(e) = error.downcast_ref::<E>() else {
+        return ErrorKind::Internal;
+    };
+    match e {
+        E::WrongVectorDimension { .. }
+        | E::VectorNameNotExists { .. }
+        | E::TypeError { .. }
+        | E::TypeInferenceError { .. }
+        | E::ValidationError { .. }
+        | E::WrongSparse
+        | E::WrongMulti
+        | E::VariableTypeError { .. }
+        | E::NonFiniteNumber { .. } => ErrorKind::Invalid,
+        E::PointIdError { .. } => ErrorKind::NotFound,
+        E::OutOfMemory { .. } => ErrorKind::ResourceExhausted,
+        E::Cancelled { .. } | E::Timeout { .. } => ErrorKind::Unavailable,
+        _ => ErrorKind::Internal,
+    }
 }
 
 /// The errors of qdrant-edge and serde, kept as causes.
@@ -639,8 +685,9 @@ async fn blocking<T: Send + 'static>(
     let index = index.clone();
     tokio::task::spawn_blocking(move || f(&index))
         .await
-        .map_err(|e| PortError::new(COMPONENT, e))?
-        .map_err(|e| PortError::new(COMPONENT, e))
+        // The thread panicked.
+        .map_err(|e| PortError::internal(COMPONENT, e))?
+        .map_err(|e| PortError::new(e.kind(), COMPONENT, e))
 }
 
 #[async_trait::async_trait]

@@ -24,7 +24,7 @@ use qdrant_client::qdrant::{
 };
 use qdrant_client::{Payload, Qdrant};
 use serde_json::{Value, json};
-use weft_core::ports::{PortError, PortResult, VectorIndex};
+use weft_core::ports::{ErrorKind, PortError, PortResult, VectorIndex};
 use weft_core::retrieval::{ScoredChunk, SearchFilter, path_scopes};
 use weft_core::{Chunk, ChunkId, DocumentId};
 
@@ -68,6 +68,8 @@ pub enum QdrantIndexError {
         what: &'static str,
         /// The collection.
         collection: String,
+        /// What kind of failure it is (from the server's gRPC code).
+        kind: ErrorKind,
         /// What the server or client said.
         #[source]
         source: BoxError,
@@ -81,6 +83,68 @@ pub enum QdrantIndexError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+impl QdrantIndexError {
+    /// What kind of failure it is: a connection that failed is
+    /// `Unavailable` (a bad URL `Invalid`), a collection of another layout
+    /// `FailedPrecondition`, a corrupt payload `Internal`, a request the
+    /// kind the server's answer says.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            QdrantIndexError::Connect { source, .. } => kind_of(source.as_ref()),
+            QdrantIndexError::Layout { .. } => ErrorKind::FailedPrecondition,
+            QdrantIndexError::Request { kind, .. } => *kind,
+            QdrantIndexError::CorruptPayload { .. } => ErrorKind::Internal,
+        }
+    }
+}
+
+/// The kind of an error of the client or the server: the server's gRPC
+/// code when it answered (a missing collection `NotFound`, a refused API
+/// key `PermissionDenied`), `Invalid` for what could not be sent,
+/// `Internal` for a chunk that does not convert, else `Unavailable`.
+fn kind_of(error: &(dyn std::error::Error + Send + Sync + 'static)) -> ErrorKind {
+    use qdrant_client::QdrantError;
+    if let Some(e) = error.downcast_ref::<QdrantError>() {
+        match e {
+            QdrantError::ResponseError { status } => kind_of_code(status.code()),
+            QdrantError::ResourceExhaustedError { .. } => ErrorKind::ResourceExhausted,
+            QdrantError::ConversionError(_)
+            | QdrantError::InvalidUri(_)
+            | QdrantError::JsonToPayload(_) => ErrorKind::Invalid,
+            QdrantError::PayloadDeserialization(_) => ErrorKind::Internal,
+            QdrantError::Io(e) => ErrorKind::of_io(e.kind()),
+            _ => ErrorKind::Unavailable,
+        }
+    } else if let Some(status) = error.downcast_ref::<tonic::Status>() {
+        kind_of_code(status.code())
+    } else if error.is::<serde_json::Error>() {
+        ErrorKind::Internal
+    } else {
+        ErrorKind::Unavailable
+    }
+}
+
+/// The kind of a gRPC code Qdrant answered with. A refused API key
+/// (`UNAUTHENTICATED` or `PERMISSION_DENIED`) is weft's key refused:
+/// `PermissionDenied`.
+fn kind_of_code(code: tonic::Code) -> ErrorKind {
+    use tonic::Code;
+    match code {
+        Code::NotFound => ErrorKind::NotFound,
+        Code::InvalidArgument | Code::OutOfRange => ErrorKind::Invalid,
+        Code::Unauthenticated | Code::PermissionDenied => ErrorKind::PermissionDenied,
+        Code::ResourceExhausted => ErrorKind::ResourceExhausted,
+        Code::FailedPrecondition | Code::AlreadyExists => ErrorKind::FailedPrecondition,
+        Code::Internal | Code::DataLoss | Code::Unimplemented => ErrorKind::Internal,
+        Code::Ok
+        | Code::Cancelled
+        | Code::Unknown
+        | Code::DeadlineExceeded
+        | Code::Aborted
+        | Code::Unavailable => ErrorKind::Unavailable,
+    }
 }
 
 /// The client's errors, kept as causes.
@@ -139,6 +203,7 @@ impl QdrantVectorIndex {
         let request = |what, e: qdrant_client::QdrantError| QdrantIndexError::Request {
             what,
             collection: collection.to_owned(),
+            kind: kind_of(&e),
             source: e.into(),
         };
         if !client
@@ -174,6 +239,7 @@ impl QdrantVectorIndex {
         let request = |what, e: BoxError| QdrantIndexError::Request {
             what,
             collection: collection.to_owned(),
+            kind: kind_of(e.as_ref()),
             source: e,
         };
         let client = admin_client(url, api_key.clone())?;
@@ -222,11 +288,11 @@ impl QdrantVectorIndex {
             timeout: None,
         });
         if let Some(key) = &api_key {
-            let value = key.parse().map_err(|_| {
-                request(
-                    "update aliases",
-                    "the API key is not a valid header value".into(),
-                )
+            let value = key.parse().map_err(|_| QdrantIndexError::Request {
+                what: "update aliases",
+                collection: collection.to_owned(),
+                kind: ErrorKind::Invalid,
+                source: "the API key is not a valid header value".into(),
             })?;
             change.metadata_mut().insert("api-key", value);
         }
@@ -253,10 +319,22 @@ impl QdrantVectorIndex {
     }
 
     fn request(&self, what: &'static str, error: impl Into<BoxError>) -> QdrantIndexError {
+        let source = error.into();
         QdrantIndexError::Request {
             what,
             collection: self.collection.clone(),
-            source: error.into(),
+            kind: kind_of(source.as_ref()),
+            source,
+        }
+    }
+
+    /// A request not sent: what was given is not what it takes.
+    fn refused(&self, what: &'static str, message: String) -> QdrantIndexError {
+        QdrantIndexError::Request {
+            what,
+            collection: self.collection.clone(),
+            kind: ErrorKind::Invalid,
+            source: message.into(),
         }
     }
 
@@ -366,7 +444,11 @@ impl QdrantVectorIndex {
     }
 
     fn port(&self, error: QdrantIndexError) -> PortError {
-        PortError::new(format!("vector index (Qdrant {})", self.collection), error)
+        PortError::new(
+            error.kind(),
+            format!("vector index (Qdrant {})", self.collection),
+            error,
+        )
     }
 
     async fn delete_by(&self, filter: Filter) -> Result<(), QdrantIndexError> {
@@ -460,7 +542,7 @@ impl VectorIndex for QdrantVectorIndex {
         keys: &[String],
     ) -> PortResult<()> {
         if chunks.len() != vectors.len() || chunks.len() != keys.len() {
-            return Err(self.port(self.request(
+            return Err(self.port(self.refused(
                 "upsert",
                 format!(
                     "{} chunks but {} vectors and {} keys",
@@ -476,7 +558,7 @@ impl VectorIndex for QdrantVectorIndex {
                 let vector = &vectors[start * UPSERT_BATCH + i];
                 let key = &keys[start * UPSERT_BATCH + i];
                 if vector.len() != self.dimension {
-                    return Err(self.port(self.request(
+                    return Err(self.port(self.refused(
                         "upsert",
                         format!(
                             "a {}-dimensional vector for a {}-dimensional collection",
@@ -641,5 +723,46 @@ impl VectorIndex for QdrantVectorIndex {
     async fn commit(&self) -> PortResult<()> {
         // Every write waited for the server to apply it.
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qdrant_client::QdrantError;
+
+    #[test]
+    fn errors_have_the_kind_the_server_answers() {
+        let answered = |status| kind_of(&QdrantError::ResponseError { status });
+        assert_eq!(
+            answered(tonic::Status::not_found("Collection `c` doesn't exist!")),
+            ErrorKind::NotFound
+        );
+        assert_eq!(
+            answered(tonic::Status::unauthenticated("Invalid api-key")),
+            ErrorKind::PermissionDenied
+        );
+        assert_eq!(
+            answered(tonic::Status::permission_denied("read-only key")),
+            ErrorKind::PermissionDenied
+        );
+        assert_eq!(
+            answered(tonic::Status::invalid_argument("bad filter")),
+            ErrorKind::Invalid
+        );
+        assert_eq!(
+            answered(tonic::Status::unavailable("connection refused")),
+            ErrorKind::Unavailable
+        );
+        assert_eq!(
+            answered(tonic::Status::deadline_exceeded("timeout")),
+            ErrorKind::Unavailable
+        );
+        let layout = QdrantIndexError::Layout {
+            collection: "c".into(),
+            expected: 384,
+            found: "768-dimensional".into(),
+        };
+        assert_eq!(layout.kind(), ErrorKind::FailedPrecondition);
     }
 }
