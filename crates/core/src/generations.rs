@@ -130,6 +130,13 @@ pub enum GenerationError {
     Contended(u32),
 }
 
+impl Generation {
+    /// The model of its vectors and their dimension, once recorded.
+    pub fn embedding(&self) -> Option<(&str, usize)> {
+        self.model.as_deref().zip(self.dimension)
+    }
+}
+
 /// Every generation of one deployment, and which one is live: the record
 /// whose one atomic write is the switch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -284,6 +291,28 @@ impl Generations {
                 Ok(())
             }
         }
+    }
+
+    /// Records what a rebuild has published into the building generation
+    /// `number`: the documents it left there (for progress and the
+    /// completeness check), and a note for the operator.
+    pub fn record_published(
+        &mut self,
+        number: u32,
+        expected_documents: u64,
+        note: &str,
+    ) -> Result<(), GenerationError> {
+        let generation = self.get_mut(number)?;
+        if generation.state != GenerationState::Building {
+            return Err(GenerationError::WrongState {
+                number,
+                state: generation.state,
+                expected: GenerationState::Building,
+            });
+        }
+        generation.expected_documents = Some(expected_documents);
+        generation.note = Some(note.to_owned());
+        Ok(())
     }
 
     /// Makes the building generation `number` live; the one live before is
@@ -447,6 +476,26 @@ mod tests {
         g.record_model(n, "a", 8).unwrap();
         let err = g.record_model(n, "b", 16).unwrap_err();
         assert!(err.to_string().contains("new generation"), "{err}");
+    }
+
+    #[test]
+    fn only_a_building_generation_records_what_was_published() {
+        let mut g = Generations::default();
+        let n = g.begin(1, None).unwrap();
+        g.record_published(n, 7, "crawling").unwrap();
+        let building = g.get(n).unwrap();
+        assert_eq!(building.expected_documents, Some(7));
+        assert_eq!(building.note.as_deref(), Some("crawling"));
+        g.abort(n, 2, "cancelled").unwrap();
+        assert!(matches!(
+            g.record_published(n, 8, "crawling"),
+            Err(GenerationError::WrongState { .. })
+        ));
+        assert_eq!(g.get(n).unwrap().note.as_deref(), Some("cancelled"));
+        assert_eq!(
+            g.record_published(99, 1, "x"),
+            Err(GenerationError::Unknown(99))
+        );
     }
 
     #[test]

@@ -71,8 +71,8 @@ pub enum ServiceError {
     #[error(transparent)]
     Auth(#[from] weft_auth::AuthSetupError),
     /// The record of the live index generation could not be reached.
-    #[error("index generations: {0}")]
-    Generations(String),
+    #[error("the record of the live index generation cannot be reached")]
+    Generations(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The TLS certificate, key or client CA could not be used.
     #[error(transparent)]
     Tls(#[from] tls::TlsSetupError),

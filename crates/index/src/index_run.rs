@@ -10,20 +10,20 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::ProgressBar;
 use serde::Serialize;
-use weft_config::WeftConfig;
+use weft_config::{Locations, WeftConfig};
 use weft_core::ports::{Catalog, Embedder, PortError};
-
-use crate::indexer::{IndexError, IndexOptions, IndexSummary, Indexer};
-use weft_config::Locations;
 use weft_sources::SourceSpec;
-use weft_wiring::generations::{
-    Collected, GenerationBuild, GenerationCounts, SwitchError, collect_garbage,
+use weft_wiring::generations::{FileRegistry, GenerationBuild, GenerationCounts};
+use weft_wiring::{self as wiring, DataDir, DataDirError, IndexStores, Load, Stores, WiringError};
+
+use crate::generations::{
+    Begin, Collected, DataDirStores, GenerationManager, GenerationsError, Resume, SwitchCheck,
 };
-use weft_wiring::{self as wiring, Load, WiringError};
-use weft_wiring::{DataDirError, IndexStores};
+use crate::indexer::{IndexError, IndexOptions, IndexSummary, Indexer};
 
 /// One source of a run.
 #[derive(Debug, Clone)]
@@ -110,9 +110,10 @@ pub enum RunError {
     /// The indexer could not be set up.
     #[error(transparent)]
     Index(#[from] IndexError),
-    /// The new generation was not switched to; the live one stays.
+    /// The new generation was not begun or not switched to; the live one
+    /// stays.
     #[error("{0}; the live generation is unchanged")]
-    Switch(#[from] SwitchError),
+    Generations(#[from] GenerationsError),
     /// A rebuild lost sources: switching would drop what they held.
     #[error(
         "not switching to generation {generation}: {count} source(s) failed ({first}); the live generation is unchanged"
@@ -142,7 +143,7 @@ pub async fn index_sources(
     on_wait: impl FnOnce(),
     on_summary: &mut (dyn FnMut(&IndexSummary) + Send),
 ) -> Result<RunOutcome, RunError> {
-    let data = weft_wiring::DataDir::new(&locations.data_dir);
+    let data = DataDir::new(&locations.data_dir);
     let all_embedded = config.stores.vector == weft_config::VectorStoreKind::Embedded
         && config.stores.text == weft_config::TextStoreKind::Embedded;
     let _writer = data.lock_writer(on_wait)?;
@@ -150,126 +151,271 @@ pub async fn index_sources(
         return in_place(config, locations, sources, options, progress, on_summary).await;
     }
     let embedder = wiring::embedder(config, locations, Load::WhenNeeded).await?;
-    let live_meta = data.meta()?;
-    let model_changed = live_meta
-        .as_ref()
-        .is_some_and(|m| m.model != embedder.model_id() || m.dimension != embedder.dimension());
-    if model_changed && !options.rebuild {
-        return Err(RunError::OtherModel {
-            dir: data.path().display().to_string(),
-            indexed: live_meta.map(|m| m.model).unwrap_or_default(),
-            configured: embedder.model_id().to_owned(),
-        });
-    }
-    let build = GenerationBuild::begin(
-        &data,
-        embedder.model_id(),
-        embedder.dimension(),
-        model_changed,
-    )?;
-    let result = build_generation(
+    let model_changed = model_changed(&data, &*embedder, options)?;
+    let registry = FileRegistry::new(data.clone());
+    let stores = DataDirStores::new(data.clone(), &config.stores);
+    // No grace period: a reader's lease keeps the generation it reads.
+    let manager = GenerationManager::new(&registry, &stores);
+    // Under the write lock: a building generation is an interrupted run's.
+    let begun = manager
+        .begin(&Begin {
+            model: Some((embedder.model_id(), embedder.dimension())),
+            model_changed,
+            resume: Resume::Interrupted,
+        })
+        .await?;
+    let run = EmbeddedRun {
         config,
-        locations,
-        &build,
-        embedder,
-        sources,
-        options,
+        data: data.clone(),
+        manager: &manager,
+        build: GenerationBuild {
+            target: data.generation(begun.number),
+            live: begun.live.map(|n| data.generation(n)),
+            fresh: begun.live.is_none() || model_changed,
+            resumed: begun.resumed,
+        },
         model_changed,
-        progress,
-        on_summary,
-    )
-    .await;
-    match result {
+    };
+    match run
+        .write(embedder, sources, options, progress, on_summary)
+        .await
+    {
         Ok(mut outcome) => {
             // The switch is done: a generation that cannot be removed now
             // is removed by a later run.
-            match collect_garbage(&data) {
+            match manager.gc().await {
                 Ok(collected) => outcome.generation.collected = collected,
                 Err(e) => tracing::warn!("cannot remove old index generations yet: {e}"),
             }
             Ok(outcome)
         }
         Err(e) => {
-            // The live generation stays; what was built is dropped, unless
-            // it is an interrupted first index worth continuing.
-            if let Err(abort) = build.abort(&e.to_string()) {
-                tracing::warn!("could not remove the unfinished generation: {abort}");
+            // The live generation stays; what was built is dropped.
+            let dropped = match manager.abort(begun.number, &e.to_string()).await {
+                Ok(_) => manager.gc().await.map(|_| ()),
+                Err(abort) => Err(abort),
+            };
+            if let Err(dropped) = dropped {
+                tracing::warn!("could not remove the unfinished generation: {dropped}");
             }
             Err(e)
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn build_generation(
-    config: &WeftConfig,
-    locations: &Locations,
-    build: &GenerationBuild,
-    embedder: Arc<dyn Embedder>,
-    mut sources: Vec<RunSource>,
+/// Whether the embedder's model differs from the live generation's: a
+/// rebuild starts empty then, anything else is refused.
+fn model_changed(
+    data: &DataDir,
+    embedder: &dyn Embedder,
     options: RunOptions,
+) -> Result<bool, RunError> {
+    let live_meta = data.meta()?;
+    let changed = live_meta
+        .as_ref()
+        .is_some_and(|m| m.model != embedder.model_id() || m.dimension != embedder.dimension());
+    if changed && !options.rebuild {
+        return Err(RunError::OtherModel {
+            dir: data.path().display().to_string(),
+            indexed: live_meta.map(|m| m.model).unwrap_or_default(),
+            configured: embedder.model_id().to_owned(),
+        });
+    }
+    Ok(changed)
+}
+
+/// One `weft index` run over embedded stores: the generation it writes.
+struct EmbeddedRun<'a> {
+    config: &'a WeftConfig,
+    data: DataDir,
+    manager: &'a GenerationManager<'a>,
+    build: GenerationBuild,
     model_changed: bool,
+}
+
+impl EmbeddedRun<'_> {
+    /// Writes the sources into the new generation and switches to it when
+    /// something changed and it is complete.
+    async fn write(
+        &self,
+        embedder: Arc<dyn Embedder>,
+        mut sources: Vec<RunSource>,
+        options: RunOptions,
+        progress: &(dyn Fn() -> ProgressBar + Sync),
+        on_summary: &mut (dyn FnMut(&IndexSummary) + Send),
+    ) -> Result<RunOutcome, RunError> {
+        let target = self.build.target.number();
+        let mut outcome = RunOutcome::default();
+        outcome.generation.previous = self.build.live.as_ref().map(|g| g.number());
+        outcome.generation.written = Some(target);
+        if self.model_changed {
+            // Every project of the live generation comes again, from its source.
+            add_live_projects(&self.build, &mut sources).await?;
+        }
+        self.build.copy_catalog()?;
+        let catalog: Arc<dyn Catalog> = Arc::new(self.build.target.open_catalog()?);
+        let copied = Arc::new(AtomicU64::new(0));
+        let open = open_on_first_write(&self.build, &*embedder, copied.clone());
+        let indexer = Indexer::on_first_write(
+            catalog.clone(),
+            open,
+            embedder,
+            self.config,
+            self.data.sources_dir(),
+        )?;
+        let reindex = options.rebuild && !self.model_changed;
+        index_each(
+            &indexer,
+            &sources,
+            reindex,
+            progress,
+            on_summary,
+            &mut outcome,
+        )
+        .await;
+        self.refuse_lost_sources(&outcome)?;
+        let Some(stores) = self.written_stores(&indexer).await? else {
+            // Nothing changed: the live generation stays as it is.
+            drop(indexer);
+            drop(catalog);
+            self.manager.abort(target, "nothing to write").await?;
+            outcome.generation.written = None;
+            outcome.generation.live = outcome.generation.previous;
+            return Ok(outcome);
+        };
+        stores.vectors.commit().await?;
+        stores.text.commit().await?;
+        self.check_projects(&stores).await?;
+        let counts = GenerationCounts::of(&stores).await?;
+        // Every handle closed before the switch, so readers can open it.
+        drop(stores);
+        drop(indexer);
+        drop(catalog);
+        self.manager
+            .switch(target, SwitchCheck::Counted(counts.into()))
+            .await?;
+        outcome.generation.counts = Some(counts);
+        outcome.generation.switched = true;
+        outcome.generation.live = Some(target);
+        outcome.generation.copied_bytes = copied.load(Ordering::Relaxed);
+        Ok(outcome)
+    }
+
+    /// A rebuild started empty (another model) that lost sources would
+    /// drop what they held: not switched to.
+    fn refuse_lost_sources(&self, outcome: &RunOutcome) -> Result<(), RunError> {
+        match outcome.failed.first() {
+            Some((source, error)) if self.build.fresh && self.build.live.is_some() => {
+                Err(RunError::Incomplete {
+                    generation: self.build.target.number(),
+                    count: outcome.failed.len(),
+                    first: format!("{source}: {error}"),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The stores the run wrote, if it wrote any. An index in an older text
+    /// format than this weft reads is rebuilt (in the new generation) even
+    /// when no document changed; a continued first index is switched to
+    /// even when its interrupted run had written everything.
+    async fn written_stores(&self, indexer: &Indexer) -> Result<Option<Stores>, RunError> {
+        let outdated = self
+            .build
+            .live
+            .as_ref()
+            .is_some_and(|live| weft_wiring::text_is_outdated(live.path()));
+        if indexer.written_stores().is_none() && (outdated || self.build.resumed) {
+            indexer.stores().await?;
+        }
+        Ok(indexer.written_stores().cloned())
+    }
+
+    /// A generation never goes live without a project the live one has (no
+    /// command removes projects: losing one is a bug or a cut-short copy).
+    async fn check_projects(&self, stores: &Stores) -> Result<(), RunError> {
+        let Some(live) = &self.build.live else {
+            return Ok(());
+        };
+        let before = project_names(live)?;
+        let after: HashSet<String> = stores
+            .catalog
+            .projects()
+            .await?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        match before.iter().find(|p| !after.contains(*p)) {
+            Some(missing) => Err(RunError::Project {
+                project: missing.clone(),
+                message: format!(
+                    "generation {} does not hold it; not switching (the live generation is unchanged)",
+                    self.build.target.number()
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// How the run opens the new generation's indexes on its first write:
+/// copied from the live generation (unless it starts empty or is
+/// continued; the bytes copied go to `copied`), then opened for `embedder`'s
+/// model.
+fn open_on_first_write(
+    build: &GenerationBuild,
+    embedder: &dyn Embedder,
+    copied: Arc<AtomicU64>,
+) -> crate::indexer::OpenIndexes {
+    let (target, live, fresh, resumed) = (
+        build.target.clone(),
+        build.live.clone(),
+        build.fresh,
+        build.resumed,
+    );
+    let (model, dimension) = (embedder.model_id().to_owned(), embedder.dimension());
+    Box::new(move || {
+        let probe = GenerationBuild {
+            target: target.clone(),
+            live: live.clone(),
+            fresh,
+            resumed,
+        };
+        let (model, copied) = (model.clone(), copied.clone());
+        Box::pin(async move {
+            let opened =
+                tokio::task::spawn_blocking(move || -> Result<IndexStores, DataDirError> {
+                    copied.store(probe.copy_indexes()?, Ordering::Relaxed);
+                    probe.target.open_indexes(&model, dimension)
+                })
+                .await
+                .map_err(|e| {
+                    // The thread panicked.
+                    IndexError::Port(PortError::internal(
+                        "opening the new generation",
+                        e.to_string(),
+                    ))
+                })?;
+            opened.map_err(|e| IndexError::Port(PortError::new(e.kind(), "data directory", e)))
+        })
+    })
+}
+
+/// Indexes each source with `indexer`, recording each summary (shown to
+/// `on_summary`) or failure in `outcome`.
+async fn index_each(
+    indexer: &Indexer,
+    sources: &[RunSource],
+    reindex: bool,
     progress: &(dyn Fn() -> ProgressBar + Sync),
     on_summary: &mut (dyn FnMut(&IndexSummary) + Send),
-) -> Result<RunOutcome, RunError> {
-    let data = weft_wiring::DataDir::new(&locations.data_dir);
-    let target = build.target.clone();
-    let mut outcome = RunOutcome::default();
-    outcome.generation.previous = build.live.as_ref().map(|g| g.number());
-    outcome.generation.written = Some(target.number());
-    if model_changed {
-        // Every project of the live generation comes again, from its source.
-        add_live_projects(build, &mut sources).await?;
-    }
-    build.copy_catalog()?;
-    let catalog: Arc<dyn Catalog> = Arc::new(target.open_catalog()?);
-    let copied = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let open: crate::indexer::OpenIndexes = {
-        let (build_target, live, fresh, resumed) = (
-            target.clone(),
-            build.live.clone(),
-            build.fresh,
-            build.resumed,
-        );
-        let (model, dimension) = (embedder.model_id().to_owned(), embedder.dimension());
-        let copied = copied.clone();
-        Box::new(move || {
-            let (target, live, model, copied) = (
-                build_target.clone(),
-                live.clone(),
-                model.clone(),
-                copied.clone(),
-            );
-            Box::pin(async move {
-                let opened =
-                    tokio::task::spawn_blocking(move || -> Result<IndexStores, DataDirError> {
-                        let probe = GenerationBuild {
-                            target: target.clone(),
-                            live,
-                            fresh,
-                            resumed,
-                        };
-                        copied.store(probe.copy_indexes()?, std::sync::atomic::Ordering::Relaxed);
-                        target.open_indexes(&model, dimension)
-                    })
-                    .await
-                    .map_err(|e| {
-                        // The thread panicked.
-                        IndexError::Port(PortError::internal(
-                            "opening the new generation",
-                            e.to_string(),
-                        ))
-                    })?;
-                opened.map_err(|e| IndexError::Port(PortError::new(e.kind(), "data directory", e)))
-            })
-        })
-    };
-    let indexer =
-        Indexer::on_first_write(catalog.clone(), open, embedder, config, data.sources_dir())?;
-    for source in &sources {
+    outcome: &mut RunOutcome,
+) {
+    for source in sources {
         let run_options = IndexOptions {
             project: source.project.clone(),
-            reindex: options.rebuild && !model_changed,
+            reindex,
             progress: progress(),
         };
         match indexer.index(&source.spec, &run_options).await {
@@ -283,73 +429,11 @@ async fn build_generation(
             }
         }
     }
-    if build.fresh && build.live.is_some() && !outcome.failed.is_empty() {
-        let (source, error) = &outcome.failed[0];
-        return Err(RunError::Incomplete {
-            generation: target.number(),
-            count: outcome.failed.len(),
-            first: format!("{source}: {error}"),
-        });
-    }
-    // An index in an older text format than this weft reads is rebuilt
-    // (in the new generation) even when no document changed; a continued
-    // first index is switched to even when its interrupted run had
-    // written everything.
-    let outdated = build
-        .live
-        .as_ref()
-        .is_some_and(|live| weft_wiring::text_is_outdated(live.path()));
-    if indexer.written_stores().is_none() && (outdated || build.resumed) {
-        indexer.stores().await?;
-    }
-    let Some(stores) = indexer.written_stores().cloned() else {
-        // Nothing changed: the live generation stays as it is.
-        drop(indexer);
-        drop(catalog);
-        build.abort("nothing to write")?;
-        outcome.generation.written = None;
-        outcome.generation.live = build.live.as_ref().map(|g| g.number());
-        return Ok(outcome);
-    };
-    stores.vectors.commit().await?;
-    stores.text.commit().await?;
-    // A generation never goes live without a project the live one has
-    // (no command removes projects: losing one is a bug or a cut-short copy).
-    if let Some(live) = &build.live {
-        let before = project_names(live)?;
-        let after: HashSet<String> = stores
-            .catalog
-            .projects()
-            .await?
-            .into_iter()
-            .map(|(name, _)| name)
-            .collect();
-        if let Some(missing) = before.iter().find(|p| !after.contains(*p)) {
-            return Err(RunError::Project {
-                project: missing.clone(),
-                message: format!(
-                    "generation {} does not hold it; not switching (the live generation is unchanged)",
-                    target.number()
-                ),
-            });
-        }
-    }
-    let counts = GenerationCounts::of(&stores).await?;
-    // Every handle closed before the switch, so readers can open it.
-    drop(stores);
-    drop(indexer);
-    drop(catalog);
-    build.switch(counts)?;
-    outcome.generation.counts = Some(counts);
-    outcome.generation.switched = true;
-    outcome.generation.live = Some(target.number());
-    outcome.generation.copied_bytes = copied.load(std::sync::atomic::Ordering::Relaxed);
-    Ok(outcome)
 }
 
 /// The projects a generation's catalog records (read from a copy: a reader
 /// may hold it open).
-fn project_names(generation: &weft_wiring::GenerationDir) -> Result<HashSet<String>, RunError> {
+fn project_names(generation: &wiring::GenerationDir) -> Result<HashSet<String>, RunError> {
     let from = generation.catalog_path();
     if !from.exists() {
         return Ok(HashSet::new());
@@ -436,29 +520,21 @@ async fn in_place(
     progress: &(dyn Fn() -> ProgressBar + Sync),
     on_summary: &mut (dyn FnMut(&IndexSummary) + Send),
 ) -> Result<RunOutcome, RunError> {
-    let data = weft_wiring::DataDir::new(&locations.data_dir);
+    let data = DataDir::new(&locations.data_dir);
     let catalog = Arc::new(data.open_catalog()?);
     let (stores, embedder, _) =
         wiring::open_for_writing(config, locations, catalog, Load::WhenNeeded).await?;
     let indexer = Indexer::new(stores, embedder, config, data.sources_dir())?;
     let mut outcome = RunOutcome::default();
-    for source in &sources {
-        let run_options = IndexOptions {
-            project: source.project.clone(),
-            reindex: options.rebuild,
-            progress: progress(),
-        };
-        match indexer.index(&source.spec, &run_options).await {
-            Ok(summary) => {
-                on_summary(&summary);
-                outcome.summaries.push(summary);
-            }
-            Err(e) => {
-                run_options.progress.finish_and_clear();
-                outcome.failed.push((source.spec.display(), e));
-            }
-        }
-    }
+    index_each(
+        &indexer,
+        &sources,
+        options.rebuild,
+        progress,
+        on_summary,
+        &mut outcome,
+    )
+    .await;
     outcome.generation.live = data.live()?.map(|g| g.number());
     outcome.generation.previous = outcome.generation.live;
     Ok(outcome)

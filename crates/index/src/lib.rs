@@ -1,8 +1,8 @@
 //! # weft-index
 //!
 //! The indexing path of weft, written once for both deployments: what
-//! changed in a source, cutting it, writing it, and the embedded index run
-//! with its generations.
+//! changed in a source, cutting it, writing it, the embedded index run, and
+//! the one manager of index generations both deployments go through.
 //!
 //! ```text
 //!  SourceSpec ──► ChangePlanner::plan ──► ChangeSet ──► Chunker ──► IndexWriter ──► vectors, text, catalog
@@ -17,6 +17,7 @@
 //! | cut a document | `weft_chunking::Chunker::chunk_document` | [`Indexer`], `weft-chunker` |
 //! | write a document's chunks to both indexes and the catalog | [`writer`]: [`IndexWriter`] | [`Indexer`], `weft-embedder` |
 //! | one `weft index` run: plan, write into a new generation, check, switch, collect | [`index_sources`] | `weft index`, `weft mcp`'s `index` tool |
+//! | a generation's life: begin (or resume), the completeness check, switch, abort, collect | [`generations`]: [`GenerationManager`] over a `GenerationRegistry` and [`GenerationStores`] | [`index_sources`], `weft-crawler --rebuild`, `weft-crawler generations`, `weft-embedder` (the model) |
 //!
 //! Sources are listed by `weft-sources`; the stores, the embedder and the
 //! data directory come from `weft-wiring`.
@@ -34,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod changes;
+pub mod generations;
 mod index_run;
 mod indexer;
 pub mod writer;
@@ -41,6 +43,7 @@ pub mod writer;
 pub use changes::{
     Change, ChangePlanner, ChangeSet, ChangedDocument, Compare, PlanError, PlanOptions,
 };
+pub use generations::{GenerationManager, GenerationStores, GenerationsError};
 pub use index_run::{
     GenerationOutcome, RunError, RunOptions, RunOutcome, RunSource, index_sources,
 };

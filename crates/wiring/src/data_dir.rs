@@ -16,8 +16,9 @@
 //! the text index, the vector index) and `weft-data.json`, the marker that
 //! records the embedding model its vectors were made with. [`DataDir`]
 //! reads the live one; [`GenerationDir`] is one generation; the stores in it
-//! are opened by [`crate::embedded`]; [`crate::generations`] builds new
-//! generations beside the live one and switches.
+//! are opened by [`crate::embedded`]; [`crate::generations`] holds the
+//! record and copies the live generation into a new one (what is begun,
+//! switched and removed is decided by `weft_index::generations`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

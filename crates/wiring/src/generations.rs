@@ -1,15 +1,20 @@
-//! Index generations of the embedded data directory: the record in
-//! `generations.json` ([`FileRegistry`]), a new generation built beside the
-//! live one and switched to when complete ([`GenerationBuild`]), and the
-//! removal of generations no longer read ([`collect_garbage`]).
+//! Index generations of the embedded data directory, the mechanics: the
+//! record in `generations.json` ([`FileRegistry`]), the copy of the live
+//! generation a new one starts from ([`GenerationBuild`]), counting a
+//! generation's open stores ([`GenerationCounts`]), syncing it to disk
+//! ([`sync_tree`]), and a reader's removal of the generations it let go of
+//! ([`collect_garbage`]).
 //!
-//! `weft index` never writes the generation queries read. A run that
-//! changes something copies the live generation's catalog, plans against
-//! it, copies the live indexes on the first write (or starts empty: the
-//! first index, a new model), writes there, checks that the catalog and
-//! both indexes agree, and switches by renaming `generations.json` over
-//! its old version. Readers (`weft search`, `weft serve`, `weft mcp`) hold
-//! a [`ReadLease`](crate::ReadLease) on the generation they read; a server
+//! The lifecycle (begin, resume, the completeness check, the switch, abort,
+//! what is collected) is decided by `weft_index::generations`'
+//! `GenerationManager`, for this data directory and for the distributed
+//! deployment alike. `weft index` never writes the generation queries
+//! read: it copies the live generation's catalog, plans against it, copies
+//! the live indexes on the first write (or starts empty: the first index, a
+//! new model), writes there, and the manager checks that the catalog and
+//! both indexes agree and switches by renaming `generations.json` over its
+//! old version. Readers (`weft search`, `weft serve`, `weft mcp`) hold a
+//! [`ReadLease`](crate::ReadLease) on the generation they read; a server
 //! notices the switch and moves to the new generation; a generation is
 //! removed once it is retired and nobody holds a lease on it.
 
@@ -17,7 +22,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use async_trait::async_trait;
-use weft_core::generations::{GenerationError, GenerationState, Generations, now_secs};
+use weft_core::generations::Generations;
 use weft_core::ports::{
     Catalog, GenerationChange, GenerationRegistry, PortError, PortResult, RegistryError,
 };
@@ -123,8 +128,13 @@ pub struct Collected {
 }
 
 /// Removes the data directory's retired and aborted generations that no
-/// process reads, and forgets them in the record. Embedded generations
-/// need no grace period: a reader's lease keeps its generation.
+/// process reads, and forgets them in the record: what a reader following
+/// the live generation ([`LiveQuery`](crate::LiveQuery)) does once it lets
+/// go of one. It is `GenerationManager::gc` of `weft-index` over the data
+/// directory, kept here for the query side, which links no `weft-index`
+/// (DESIGN §2); both decide with the record's `removable` and remove with
+/// [`GenerationDir::remove_if_unread`]. Embedded generations need no grace
+/// period: a reader's lease keeps its generation.
 pub fn collect_garbage(dir: &DataDir) -> Result<Collected, DataDirError> {
     let record = dir.generations()?;
     let mut collected = Collected::default();
@@ -180,7 +190,7 @@ pub(crate) fn copy_tree(from: &Path, to: &Path, skip: &[&str]) -> Result<u64, Da
 
 /// Syncs every file and directory under `path` to disk (files copied into
 /// a generation are otherwise only in the page cache when it is switched to).
-fn sync_tree(path: &Path) -> Result<(), DataDirError> {
+pub fn sync_tree(path: &Path) -> Result<(), DataDirError> {
     for entry in std::fs::read_dir(path).map_err(|e| io_error(path, e))? {
         let entry = entry.map_err(|e| io_error(path, e))?;
         let kind = entry.file_type().map_err(|e| io_error(&entry.path(), e))?;
@@ -236,50 +246,6 @@ impl GenerationCounts {
     }
 }
 
-/// Why a generation was not switched to.
-#[derive(Debug, thiserror::Error)]
-pub enum SwitchError {
-    /// The catalog and the indexes disagree: the generation is incomplete.
-    #[error(
-        "generation {generation} is incomplete: the catalog records {} chunks of {} documents, the vector index holds {}, the text index {}",
-        counts.catalog_chunks, counts.documents, counts.vector_chunks, counts.text_chunks
-    )]
-    Incomplete {
-        /// The generation.
-        generation: u32,
-        /// What each store holds.
-        counts: GenerationCounts,
-    },
-    /// The record refused the switch.
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-    /// A store could not be counted.
-    #[error(transparent)]
-    Port(#[from] PortError),
-    /// The generation's files could not be synced to disk.
-    #[error(transparent)]
-    DataDir(#[from] DataDirError),
-}
-
-/// Marks the building generation `number` aborted (with why), leaving the
-/// live one live.
-pub async fn abort_generation(
-    registry: &dyn GenerationRegistry,
-    number: u32,
-    why: &str,
-) -> Result<Generations, RegistryError> {
-    let now = now_secs();
-    registry
-        .update(
-            &|g: &mut Generations| match g.get(number).map(|x| x.state) {
-                Some(GenerationState::Building) => g.abort(number, now, why),
-                Some(_) => Ok(()),
-                None => Err(GenerationError::Unknown(number)),
-            },
-        )
-        .await
-}
-
 /// The generation an embedded index run writes, and what it started from.
 #[derive(Debug)]
 pub struct GenerationBuild {
@@ -296,87 +262,6 @@ pub struct GenerationBuild {
 }
 
 impl GenerationBuild {
-    /// Starts the generation an index run writes: the building one an
-    /// interrupted first index left (nothing is live yet; same model), else
-    /// a new one recorded with
-    /// `model` of `dimension`. Under the data directory's write lock: a
-    /// building generation found is an interrupted run's. `model_changed`
-    /// starts it empty.
-    pub fn begin(
-        dir: &DataDir,
-        model: &str,
-        dimension: usize,
-        model_changed: bool,
-    ) -> Result<Self, DataDirError> {
-        let record = dir.generations()?;
-        let live_number = record.live_number();
-        let live = dir.live()?;
-        let registry = FileRegistry::new(dir.clone());
-        let registry_error = |e: RegistryError| DataDirError::BadGenerations {
-            path: dir.path().join(GENERATIONS_FILE),
-            message: e.to_string(),
-        };
-        if let Some(building) = record.building() {
-            let number = building.number;
-            let same_model = building.model.as_deref().is_none_or(|m| m == model);
-            // Only a first index is continued: it has no base to lose. A
-            // build begun beside a live generation is begun again (copying
-            // the live one is cheap; continuing one whose copy was cut
-            // short could switch to an index without the other projects).
-            if building.based_on.is_none() && live_number.is_none() && same_model && !model_changed
-            {
-                tracing::info!(
-                    generation = number,
-                    "continuing the index generation an interrupted run left"
-                );
-                let target = dir.generation(number);
-                let fresh = building.based_on.is_none();
-                return Ok(Self {
-                    target,
-                    live,
-                    fresh,
-                    resumed: true,
-                });
-            }
-            registry
-                .update_blocking(&|g: &mut Generations| {
-                    g.abort(number, now_secs(), "left building by an interrupted run")
-                })
-                .map_err(registry_error)?;
-            collect_garbage(dir)?;
-        }
-        let based_on = live_number;
-        let now = now_secs();
-        // A fresh data directory's first generation is 1: generation 0 is
-        // the unnumbered layout of indexes made in place.
-        let record = registry
-            .update_blocking(&|g: &mut Generations| {
-                let n = g.begin(now, based_on)?;
-                g.record_model(n, model, dimension)
-            })
-            .map_err(registry_error)?;
-        let number =
-            record
-                .building()
-                .map(|g| g.number)
-                .ok_or_else(|| DataDirError::BadGenerations {
-                    path: dir.path().join(GENERATIONS_FILE),
-                    message: "the generation just begun is not recorded".into(),
-                })?;
-        let target = dir.generation(number);
-        if target.path().exists() {
-            // Left by a crash between the record and the first write.
-            std::fs::remove_dir_all(target.path()).map_err(|e| io_error(target.path(), e))?;
-        }
-        std::fs::create_dir_all(target.path()).map_err(|e| io_error(target.path(), e))?;
-        Ok(Self {
-            target,
-            fresh: live.is_none() || model_changed,
-            live,
-            resumed: false,
-        })
-    }
-
     /// Copies the live generation's catalog into the target (not for a
     /// fresh or resumed one), so the run plans against what is live.
     pub fn copy_catalog(&self) -> Result<(), DataDirError> {
@@ -419,43 +304,6 @@ impl GenerationBuild {
                 .map_err(|e| io_error(&marker, e))?;
         }
         Ok(bytes)
-    }
-
-    /// Makes the target live, when its counts agree; the old live
-    /// generation is retired. The target's stores must be closed (every
-    /// handle dropped) first, so readers can open them.
-    pub fn switch(&self, counts: GenerationCounts) -> Result<Generations, SwitchError> {
-        let number = self.target.number();
-        if !counts.agree() {
-            return Err(SwitchError::Incomplete {
-                generation: number,
-                counts,
-            });
-        }
-        // What the record will point at is on disk before the record is.
-        sync_tree(self.target.path())?;
-        let now = now_secs();
-        let registry = FileRegistry::new(self.target.data_dir());
-        Ok(registry.update_blocking(&|g: &mut Generations| g.switch_to(number, now))?)
-    }
-
-    /// Aborts the target (the live generation stays) and removes it.
-    pub fn abort(&self, why: &str) -> Result<(), DataDirError> {
-        let dir = self.target.data_dir();
-        let number = self.target.number();
-        FileRegistry::new(dir.clone())
-            .update_blocking(
-                &|g: &mut Generations| match g.get(number).map(|x| x.state) {
-                    Some(GenerationState::Building) => g.abort(number, now_secs(), why),
-                    _ => Ok(()),
-                },
-            )
-            .map_err(|e| DataDirError::BadGenerations {
-                path: dir.path().join(GENERATIONS_FILE),
-                message: e.to_string(),
-            })?;
-        collect_garbage(&dir)?;
-        Ok(())
     }
 }
 

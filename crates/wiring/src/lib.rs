@@ -15,7 +15,7 @@
 //! | `data_dir` | the embedded data directory: its marker, generations, write lock and read leases ([`DataDir`]) | both |
 //! | `embedded` | opening the embedded indexes of a generation | `stores`, `data_dir` |
 //! | `embedding` | the embedder from `[embedding]` ([`embedder_from_config`], [`LazyEmbedder`], [`embedder_tag`]) | both |
-//! | [`generations`] | the data directory's registry ([`generations::FileRegistry`]), building, switching and collecting generations | `weft-index`, [`LiveQuery`] |
+//! | [`generations`] | the data directory's generation mechanics: its registry ([`generations::FileRegistry`]), copying the live generation into a new one, counting and syncing one, a reader's collection of those it let go of (the lifecycle decisions are `weft_index::generations`') | `weft-index`, [`LiveQuery`] |
 //!
 //! Where data and model are is `weft_config::Locations`. Listing sources
 //! and planning changes are not here (`weft-sources`, `weft-index`): the

@@ -81,8 +81,8 @@ pub enum CrawlError {
     #[error(transparent)]
     Config(#[from] InvalidSetting),
     /// An index generation could not be begun, switched or removed.
-    #[error("index generations: {0}")]
-    Generations(String),
+    #[error("index generations")]
+    Generations(#[from] weft_index::GenerationsError),
 }
 
 /// Many sources across projects, from a TOML file:

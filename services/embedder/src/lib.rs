@@ -208,8 +208,7 @@ impl EmbedderHandler {
             self.embedder.model_id().to_owned(),
             self.embedder.dimension(),
         );
-        self.registry
-            .update(&|g: &mut Generations| g.record_model(n, &model, dimension))
+        weft_index::generations::record_model(&*self.registry, n, &model, dimension)
             .await
             .map_err(|e| Failure::new(e.kind(), e.to_string()))?;
         let catalog = Arc::new(self.jet.catalog_of(n).await?);

@@ -16,7 +16,7 @@ use weft_wiring::LiveSource;
 pub async fn live_source(config: &WeftConfig) -> Result<LiveSource, ServiceError> {
     match config.generations.registry {
         GenerationRegistryKind::Nats => {
-            let generations = |e: weft_nats::NatsError| ServiceError::Generations(e.to_string());
+            let generations = |e: weft_nats::NatsError| ServiceError::Generations(e.into());
             let jet = weft_nats::Jet::connect(&config.nats)
                 .await
                 .map_err(generations)?;

@@ -1,11 +1,12 @@
 //! `weft-crawler generations list|switch|abort|gc`: the operator's view of
-//! index generations.
+//! index generations, through the generations manager of `weft-index`.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use weft_core::ports::GenerationRegistry as _;
-use weft_crawler::generations as g;
+use weft_crawler::generations::NatsStores;
+use weft_index::GenerationManager;
+use weft_index::generations::{GenerationsError, SwitchCheck};
 
 use crate::args::{Args, GenerationsAction};
 
@@ -19,29 +20,54 @@ pub async fn run(
     let jet = service.connect_nats().await?;
     let registry = jet.registry().await?;
     let config = &service.config;
+    let stores = NatsStores::new(&jet, config, &locations);
+    let grace_secs = match action {
+        GenerationsAction::Gc {
+            grace_secs: Some(secs),
+        } => *secs,
+        _ => config.generations.grace_secs,
+    };
+    let manager =
+        GenerationManager::new(&registry, &stores).with_grace(Duration::from_secs(grace_secs));
     let (record, text) = match action {
         GenerationsAction::List => {
-            let (record, generations) = g::list(&registry, &jet, config, &locations).await?;
-            let list = g::GenerationList {
-                live: record.live,
-                generations,
-            };
+            let list = manager.list().await?;
             super::print(args.json, &list, &list)?;
             return Ok(ExitCode::SUCCESS);
         }
         GenerationsAction::Switch { number, force } => {
-            let record = g::switch(&registry, &jet, config, &locations, *number, *force).await?;
-            (record, format!("generation {number} is live"))
+            let check = if *force {
+                SwitchCheck::Force
+            } else {
+                SwitchCheck::Count
+            };
+            let switched = manager.switch(*number, check).await.map_err(|e| {
+                if matches!(e, GenerationsError::Incomplete { .. }) {
+                    anyhow::anyhow!("{e} (--force switches anyway)")
+                } else {
+                    e.into()
+                }
+            })?;
+            switched.alias.map_err(|source| GenerationsError::Stores {
+                number: *number,
+                source,
+            })?;
+            (switched.record, format!("generation {number} is live"))
         }
         GenerationsAction::Abort { number } => {
-            let removed = g::abort(&registry, &jet, config, &locations, *number).await?;
-            let text = format!("generation {number} aborted; removed {removed:?}");
-            (registry.load().await?, text)
+            let collected = manager.abort(*number, "aborted by the operator").await?;
+            let text = format!(
+                "generation {number} aborted; removed {:?}",
+                collected.removed
+            );
+            (manager.record().await?, text)
         }
-        GenerationsAction::Gc { grace_secs } => {
-            let grace = Duration::from_secs(grace_secs.unwrap_or(config.generations.grace_secs));
-            let removed = g::collect(&registry, &jet, config, &locations, grace).await?;
-            (registry.load().await?, format!("removed {removed:?}"))
+        GenerationsAction::Gc { .. } => {
+            let collected = manager.gc().await?;
+            (
+                manager.record().await?,
+                format!("removed {:?}", collected.removed),
+            )
         }
     };
     super::print(args.json, &record, &format_args!("{text}\n"))?;
