@@ -28,8 +28,10 @@
 //! that does not parse leaves the keys in force and is logged.
 //!
 //! [`Scope`] is what a key may read: a search's project and content-type
-//! filters are checked against it (`PERMISSION_DENIED` outside it) or set to
-//! it when the request gives none; results and `GetChunks` answers are
+//! filters are checked against it or set to it when the request gives none
+//! (a project outside it is `NOT_FOUND`, answered as one that is not
+//! indexed, so a key learns nothing of other projects; a content type
+//! outside it is `PERMISSION_DENIED`); results and `GetChunks` answers are
 //! filtered by it once more, so no chunk of another project leaves the
 //! server, whatever the stores return.
 
@@ -296,8 +298,10 @@ impl Scope {
     }
 
     /// Checks a search's filter against the scope and narrows it to the
-    /// scope: no project filter becomes the key's projects. A project or
-    /// content type outside the scope is `PERMISSION_DENIED`.
+    /// scope: no project filter becomes the key's projects. A project
+    /// outside the scope is `NOT_FOUND`, as one that is not indexed
+    /// ([`weft_core::projects`]; callers check the projects with their
+    /// list first); a content type outside it is `PERMISSION_DENIED`.
     pub fn restrict(&self, filter: &mut SearchFilter) -> Result<(), Status> {
         if let Some(allowed) = &self.projects {
             // An empty filter means every project: never the widening of
@@ -307,10 +311,14 @@ impl Scope {
             }
             if filter.projects.is_empty() {
                 filter.projects = allowed.iter().cloned().collect();
-            } else if let Some(p) = filter.projects.iter().find(|p| !allowed.contains(*p)) {
-                return Err(Status::permission_denied(format!(
-                    "this API key may not read project {p:?}"
-                )));
+            } else {
+                weft_core::projects::check_projects(
+                    "projects",
+                    &filter.projects,
+                    &allowed.iter().collect::<Vec<_>>(),
+                    true,
+                )
+                .map_err(|e| Status::not_found(e.unlisted().to_string()))?;
             }
         }
         if let Some(allowed) = &self.content_types {
@@ -814,8 +822,12 @@ mod tests {
             ..Default::default()
         };
         let status = scope.restrict(&mut filter).unwrap_err();
-        assert_eq!(status.code(), tonic::Code::PermissionDenied);
-        assert!(status.message().contains("\"c\""), "{status:?}");
+        assert_eq!(status.code(), tonic::Code::NotFound);
+        assert_eq!(
+            status.message(),
+            "projects: project \"c\" is not indexed",
+            "{status:?}"
+        );
         let mut filter = SearchFilter {
             content_types: vec![ContentType::Code],
             ..Default::default()
