@@ -26,6 +26,9 @@ pub struct StatusArgs {
 
 pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let ctx = Context::load(config_file, &args.store)?;
+    // Measured before this command opens the stores, so that its own read
+    // lease and overlay (removed when it exits) are not counted.
+    let disk = ctx.data_dir().disk_usage();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let stores = runtime.block_on(ctx.open_query(QueryEmbedder::NotNeeded))?;
     let catalog: std::sync::Arc<dyn Catalog> = match &stores.catalog {
@@ -54,7 +57,6 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
             })
         })
         .collect();
-    let disk = ctx.data_dir().disk_usage();
     let state_of = |number: u32| {
         generations
             .get(number)

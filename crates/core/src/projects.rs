@@ -35,9 +35,12 @@ impl UnknownProject {
     /// it is close enough to be a typo of it.
     pub fn suggestion(&self) -> Option<&str> {
         let asked = self.project.to_lowercase();
+        let asked_len = asked.chars().count();
         self.known
             .iter()
             .flatten()
+            // At most 3 edits: names of other lengths are not compared.
+            .filter(|k| k.chars().count().abs_diff(asked_len) <= 3)
             .map(|k| (edit_distance(&asked, &k.to_lowercase()), k))
             .filter(|(d, k)| *d <= (k.chars().count() / 3).clamp(1, 3))
             .min_by_key(|(d, _)| *d)
@@ -111,25 +114,33 @@ pub fn check_projects<S: AsRef<str>>(
     })
 }
 
-/// Levenshtein distance over characters, for suggestions (names are at
-/// most [`crate::MAX_PROJECT_CHARS`] characters).
+/// Edit distance over characters, a swap of two neighbours counting as one
+/// edit (optimal string alignment: `dmeo` is one edit from `demo`), for
+/// suggestions (names are at most [`crate::MAX_PROJECT_CHARS`] characters).
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                diagonal
-            } else {
-                1 + diagonal.min(above).min(row[j])
-            };
-            diagonal = above;
+    // d[i][j]: the distance between a[..i] and b[..j].
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
         }
     }
-    row[b.len()]
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -226,6 +237,8 @@ mod tests {
     fn edit_distance_counts_edits() {
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("lexical-hrad", "lexical-hard"), 2);
+        assert_eq!(edit_distance("lexical-hrad", "lexical-hard"), 1);
+        assert_eq!(edit_distance("dmeo", "demo"), 1);
+        assert_eq!(edit_distance("abc", "abc"), 0);
     }
 }

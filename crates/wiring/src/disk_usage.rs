@@ -75,16 +75,20 @@ impl DataDir {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
+            if name == "generations" {
+                // Counted by generation, not as one tree (which would mark
+                // every file seen first).
+                usage
+                    .generations
+                    .extend(generations(&entry.path(), &mut seen, &mut usage.other));
+                continue;
+            }
             let size = tree_size(&entry.path(), &mut seen);
             if GENERATION_ZERO_ENTRIES.contains(&name.as_ref()) {
                 zero_found |= name != "readers.lock";
                 add_store(&mut zero, &name, size);
             } else if name == "sources" {
                 usage.sources.add(size);
-            } else if name == "generations" {
-                usage
-                    .generations
-                    .extend(generations(&entry.path(), &mut seen, &mut usage.other));
             } else {
                 usage.other.add(size);
             }
