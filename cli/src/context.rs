@@ -21,7 +21,7 @@ pub struct StoreArgs {
     #[arg(long, env = "WEFT_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 
-    /// A BERT-family sentence-embedding model directory (model.safetensors,
+    /// A BERT or MPNet sentence-embedding model directory (model.safetensors,
     /// config.json, tokenizer.json). Default: `embedding.model_dir`, else
     /// ~/.cache/weft/models/all-MiniLM-L6-v2 (fetched by tools/fetch-model.sh).
     #[arg(long, env = "WEFT_MODEL_DIR", value_name = "DIR")]

@@ -38,7 +38,7 @@ enum Command {
     Search(search_cmd::SearchArgs),
     /// Serve the gRPC query API (weft.v1.QueryService) over the data directory.
     Serve(serve_cmd::ServeArgs),
-    /// Show what the data directory holds.
+    /// Show what the data directory holds: projects, chunks, generations, space on disk.
     Status(status_cmd::StatusArgs),
     /// Measure retrieval quality on labelled queries (Recall@k, MRR, nDCG, context coverage).
     Eval(eval_cmd::EvalArgs),

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use weft_core::ContentType;
 use weft_core::query::{DEFAULT_LIMIT, RequestError, SearchMode, SearchRequest, SearchResponse};
 use weft_core::retrieval::SearchFilter;
-use weft_wiring::QueryEmbedder;
+use weft_wiring::{QueryEmbedder, QueryStack};
 
 use crate::context::{Context, StoreArgs};
 
@@ -20,7 +20,8 @@ pub struct SearchArgs {
     /// The question, in plain words.
     pub query: String,
 
-    /// Only these projects (repeatable).
+    /// Only these projects, as `weft status` lists them (repeatable). One that
+    /// is not indexed is an error naming the indexed ones.
     #[arg(long)]
     pub project: Vec<String>,
 
@@ -115,6 +116,7 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         _ => QueryEmbedder::Needed,
     };
     let stack = runtime.block_on(ctx.open_query(need))?;
+    check_projects(&ctx, &stack, &runtime, &args.project)?;
     let engine = stack.engine.clone();
     let request = SearchRequest {
         rerank: engine.has_reranker(),
@@ -149,6 +151,32 @@ fn refusal(e: RequestError) -> anyhow::Error {
         other => other,
     };
     anyhow::anyhow!("{argument} {}", e.problem)
+}
+
+/// The projects `--project` names must be indexed (`weft_core::projects`):
+/// a typo is an error naming the indexed projects, not a search that finds
+/// nothing. A catalog that cannot be read is a warning: the search runs.
+fn check_projects(
+    ctx: &Context,
+    stack: &QueryStack,
+    runtime: &tokio::runtime::Runtime,
+    projects: &[String],
+) -> anyhow::Result<()> {
+    if projects.is_empty() {
+        return Ok(());
+    }
+    let listed = match stack.catalog_now(&ctx.data_dir()) {
+        Ok(catalog) => runtime.block_on(catalog.projects()),
+        Err(e) => Err(weft_core::ports::PortError::unavailable("catalog", e)),
+    };
+    match listed {
+        Ok(listed) => {
+            let known: Vec<&str> = listed.iter().map(|(name, _)| name.as_str()).collect();
+            weft_core::projects::check_projects("--project", projects, &known, false)?;
+        }
+        Err(e) => tracing::warn!("cannot check the projects --project names: {e}"),
+    }
+    Ok(())
 }
 
 /// DESIGN §7: results[] → spans[] → chunks[] (chunk fields plus matched,

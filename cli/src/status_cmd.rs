@@ -26,6 +26,9 @@ pub struct StatusArgs {
 
 pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let ctx = Context::load(config_file, &args.store)?;
+    // Measured before this command opens the stores, so that its own read
+    // lease and overlay (removed when it exits) are not counted.
+    let disk = ctx.data_dir().disk_usage();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let stores = runtime.block_on(ctx.open_query(QueryEmbedder::NotNeeded))?;
     let catalog: std::sync::Arc<dyn Catalog> = match &stores.catalog {
@@ -54,7 +57,26 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
             })
         })
         .collect();
-    let disk_bytes = dir_size(&ctx.locations.data_dir);
+    let state_of = |number: u32| {
+        generations
+            .get(number)
+            .map(|g| g.state.to_string())
+            // Generation 0 made in place before generations were recorded.
+            .unwrap_or_else(|| {
+                if number == stores.generation {
+                    "live".to_owned()
+                } else {
+                    "unrecorded".to_owned()
+                }
+            })
+    };
+    let mut disk_json = serde_json::to_value(&disk)?;
+    if let Some(list) = disk_json["generations"].as_array_mut() {
+        for g in list {
+            let state = g["number"].as_u64().map(|n| state_of(n as u32));
+            g["state"] = json!(state);
+        }
+    }
     let model_present = ctx.locations.model_dir.join("model.safetensors").exists();
     let out = json!({
         "data_dir": ctx.locations.data_dir,
@@ -68,7 +90,12 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
         "projects": per_project,
         "documents": documents.len(),
         "chunks": {"vector_index": vector_chunks, "text_index": text_chunks},
-        "disk_bytes": disk_bytes,
+        // The space used on disk (as `du` counts it), and the apparent
+        // size (as `ls -l` adds up: sparse, preallocated files in full);
+        // per generation and store under `disk`.
+        "disk_bytes": disk.total.on_disk_bytes,
+        "apparent_bytes": disk.total.apparent_bytes,
+        "disk": disk_json,
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -77,9 +104,10 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
     let mut o = std::io::stdout().lock();
     writeln!(
         o,
-        "data directory  {} ({:.1} MiB)",
+        "data directory  {} ({} on disk, apparent size {})",
         ctx.locations.data_dir.display(),
-        disk_bytes as f64 / 1048576.0
+        human(disk.total.on_disk_bytes),
+        human(disk.total.apparent_bytes)
     )?;
     writeln!(o, "stores          {}", stores.description)?;
     let others: Vec<String> = generations
@@ -132,23 +160,64 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
                 .unwrap_or_default()
         )?;
     }
+    // Space used on disk (allocated blocks, as `du`), per generation and
+    // store; the apparent size (sparse files in full, as `ls -l`) beside it.
+    writeln!(
+        o,
+        "space on disk   {} (apparent size {}: preallocated, sparse files count in full)",
+        human(disk.total.on_disk_bytes),
+        human(disk.total.apparent_bytes)
+    )?;
+    for g in &disk.generations {
+        writeln!(
+            o,
+            "  {:<22} {:>10}  vectors {}, text {}, catalog {}, other {}  (apparent {})",
+            format!("generation {} ({})", g.number, state_of(g.number)),
+            human(g.total.on_disk_bytes),
+            human(g.vectors.on_disk_bytes),
+            human(g.text.on_disk_bytes),
+            human(g.catalog.on_disk_bytes),
+            human(g.other.on_disk_bytes),
+            human(g.total.apparent_bytes)
+        )?;
+    }
+    for (name, size) in [("git checkouts", disk.sources), ("other", disk.other)] {
+        writeln!(
+            o,
+            "  {:<22} {:>10}  (apparent {})",
+            name,
+            human(size.on_disk_bytes),
+            human(size.apparent_bytes)
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-fn dir_size(path: &Path) -> u64 {
-    let mut total = 0;
-    let mut stack = vec![path.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => stack.push(entry.path()),
-                Ok(t) if t.is_file() => total += entry.metadata().map(|m| m.len()).unwrap_or(0),
-                _ => {}
-            }
-        }
+/// `bytes` for people: B, KiB, MiB or GiB with one decimal.
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
     }
-    total
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human;
+
+    #[test]
+    fn sizes_read_in_binary_units() {
+        assert_eq!(human(0), "0 B");
+        assert_eq!(human(1023), "1023 B");
+        assert_eq!(human(1024), "1.0 KiB");
+        assert_eq!(human(12 * 1024 * 1024 + 512 * 1024), "12.5 MiB");
+        assert_eq!(human(3 << 30), "3.0 GiB");
+    }
 }

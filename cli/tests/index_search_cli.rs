@@ -332,3 +332,140 @@ fn an_embedding_api_is_used_when_configured() {
     assert!(!dead.status.success());
     assert!(stderr(&dead).contains("embedding API"), "{}", stderr(&dead));
 }
+
+/// Issue 38: a mistyped `--project` is an error naming it and the indexed
+/// projects (exit status 1, nothing on stdout, also with `--json`), not a
+/// search that finds nothing.
+#[test]
+fn a_mistyped_project_is_named_with_the_indexed_ones() {
+    let tree = tree();
+    let data = tempfile::tempdir().unwrap();
+    let root = tree.path().to_str().unwrap();
+    json(&weft(
+        &["index", root, "--project", "lexical-hard", "--json"],
+        data.path(),
+        tree.path(),
+    ));
+    for args in [
+        &["search", "x", "--project", "nope"][..],
+        &["search", "x", "--project", "nope", "--json"],
+        &[
+            "search",
+            "x",
+            "--project",
+            "lexical-hard",
+            "--project",
+            "nope",
+        ],
+        &["search", "x", "--project", "nope", "--mode", "text"],
+        &["search", "x", "--project", "nope", "--max-tokens", "500"],
+    ] {
+        let out = weft(args, data.path(), tree.path());
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?}: {:?}", out.stdout);
+        assert_eq!(
+            stderr(&out).trim_end(),
+            "weft: --project: project \"nope\" is not indexed; indexed projects: lexical-hard",
+            "{args:?}"
+        );
+    }
+    // A near miss is suggested.
+    let out = weft(
+        &["search", "x", "--project", "lexical-hrad"],
+        data.path(),
+        tree.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("(did you mean \"lexical-hard\"?)"),
+        "{}",
+        stderr(&out)
+    );
+    // The right name searches as before.
+    let found = json(&weft(
+        &[
+            "search",
+            "log rotation",
+            "--project",
+            "lexical-hard",
+            "--json",
+        ],
+        data.path(),
+        tree.path(),
+    ));
+    assert_eq!(found["results"][0]["uri"], "docs/logging.md", "{found:#}");
+}
+
+/// Issue 38: `weft status` reports the space the data directory uses on
+/// disk — what `du` counts, not the apparent size of the vector index's
+/// sparse, preallocated files — with the apparent size beside it,
+/// labelled, per generation and store.
+#[test]
+fn status_reports_the_space_used_on_disk_as_du_counts_it() {
+    let tree = tree();
+    let data = tempfile::tempdir().unwrap();
+    let root = tree.path().to_str().unwrap();
+    json(&weft(&["index", root, "--json"], data.path(), tree.path()));
+    // `du` just before and just after: a file system may settle the
+    // blocks of files just written (delayed allocation) meanwhile.
+    let du = || {
+        let out = Command::new("du")
+            .args(["-s", "-B1"])
+            .arg(data.path())
+            .output()
+            .expect("du runs");
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .expect("du prints a size")
+    };
+    let _ = Command::new("sync").status();
+    let du_before = du();
+    let status = json(&weft(&["status", "--json"], data.path(), tree.path()));
+    let du_after = du();
+    let on_disk = status["disk_bytes"].as_u64().unwrap();
+    let apparent = status["apparent_bytes"].as_u64().unwrap();
+    let (low, high) = (du_before.min(du_after), du_before.max(du_after));
+    assert!(
+        on_disk + 64 * 1024 >= low && on_disk <= high + 64 * 1024,
+        "weft status says {on_disk} bytes, du {du_before} then {du_after}: {status:#}"
+    );
+    assert!(
+        apparent > 4 * on_disk,
+        "the vector index preallocates sparse files: {status:#}"
+    );
+    let disk = &status["disk"];
+    assert_eq!(disk["total"]["on_disk_bytes"], on_disk);
+    assert_eq!(disk["total"]["apparent_bytes"], apparent);
+    let live = status["generation"].as_u64().unwrap();
+    let generations = disk["generations"].as_array().unwrap();
+    let g = generations
+        .iter()
+        .find(|g| g["number"] == live)
+        .unwrap_or_else(|| panic!("the live generation: {status:#}"));
+    assert_eq!(g["state"], "live", "{g:#}");
+    for store in ["vectors", "text", "catalog"] {
+        assert!(
+            g[store]["on_disk_bytes"].as_u64().unwrap() > 0,
+            "{store}: {g:#}"
+        );
+    }
+    assert!(
+        g["vectors"]["apparent_bytes"].as_u64().unwrap()
+            > 4 * g["vectors"]["on_disk_bytes"].as_u64().unwrap(),
+        "{g:#}"
+    );
+    let text = weft(&["status"], data.path(), tree.path());
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("space on disk") && l.contains("apparent size")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("generation {live} (live)")) && text.contains("vectors "),
+        "{text}"
+    );
+}

@@ -112,7 +112,7 @@ fn check_report(report: &Value) {
             .any(|c| c.as_str().unwrap().starts_with("src/Retry.java#L")),
         "{report}"
     );
-    assert_eq!(report["errors"].as_object().unwrap().len(), 8, "{report}");
+    assert_eq!(report["errors"].as_object().unwrap().len(), 10, "{report}");
 }
 
 struct Killed(Child);

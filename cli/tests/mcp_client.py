@@ -125,6 +125,19 @@ async def session(client, root, report):
         ("long query", "search", {"query": "retry " * 1000}, "query: is longer than 4096"),
         ("101 projects", "search", {"query": "retry", "projects": ["p"] * 101}, "projects: 101 values"),
         ("long citation", "get_context", {"citation": "a/" * 3000 + "b.java#L1-L2"}, "citation is 6012 bytes long"),
+        # A mistyped project is named with the indexed ones (issue 38).
+        (
+            "unknown project",
+            "search",
+            {"query": "retry", "projects": ["demo", "nope"]},
+            'search: projects: project "nope" is not indexed; indexed projects: demo',
+        ),
+        (
+            "near-miss project",
+            "get_context",
+            {"citation": "src/Retry.java#L1-L5", "project": "dmeo"},
+            'get_context: project: project "dmeo" is not indexed (did you mean "demo"?); indexed projects: demo',
+        ),
     ]:
         result = await client.call_tool(name, args)
         assert result.is_error, (label, text_of(result))
@@ -153,12 +166,19 @@ async def scoped(url, demo_key, other_key, report):
         assert not result.is_error, text_of(result)
         assert result.structured_content["spans"] == [], result.structured_content
         assert "Retry" not in text_of(result), text_of(result)
-        result = await client.call_tool("search", {"query": "retry", "projects": ["demo"]})
-        assert result.is_error and "may not read project" in text_of(result), text_of(result)
-        result = await client.call_tool(
-            "get_context", {"citation": "src/Retry.java#L1-L5", "project": "demo"}
-        )
-        assert result.is_error and "may not read project" in text_of(result), text_of(result)
+        # demo exists outside this key's scope, nope nowhere: the same
+        # answer, listing only what the key may read (issue 38).
+        for tool, args, field in [
+            ("search", lambda p: {"query": "retry", "projects": [p]}, "projects"),
+            ("get_context", lambda p: {"citation": "src/Retry.java#L1-L5", "project": p}, "project"),
+        ]:
+            answers = []
+            for project in ("demo", "nope"):
+                result = await client.call_tool(tool, args(project))
+                assert result.is_error, text_of(result)
+                answers.append(text_of(result).replace(f'"{project}"', '"X"'))
+            expected = f'{tool}: {field}: project "X" is not indexed; indexed projects this caller may read: none'
+            assert answers == [expected, expected], answers
         result = await client.call_tool("get_context", {"citation": "src/Retry.java#L1-L5"})
         assert result.is_error and "no indexed document" in text_of(result), text_of(result)
         report["other_key"] = "sees nothing of demo"

@@ -25,6 +25,11 @@ pub enum AuthError {
     /// A valid key over its rate limit; the message says how long to wait.
     #[error("{0}")]
     RateLimited(String),
+    /// A valid key naming a project outside its scope: answered as a
+    /// project that is not indexed ([`weft_core::projects`]), so a key
+    /// learns nothing of the projects it may not read.
+    #[error("{0}")]
+    NotFound(String),
 }
 
 impl AuthError {
@@ -34,6 +39,7 @@ impl AuthError {
             AuthError::Unauthenticated(_) => ErrorKind::Unauthenticated,
             AuthError::PermissionDenied(_) => ErrorKind::PermissionDenied,
             AuthError::RateLimited(_) => ErrorKind::ResourceExhausted,
+            AuthError::NotFound(_) => ErrorKind::NotFound,
         }
     }
 
@@ -42,7 +48,8 @@ impl AuthError {
         match self {
             AuthError::Unauthenticated(m)
             | AuthError::PermissionDenied(m)
-            | AuthError::RateLimited(m) => m,
+            | AuthError::RateLimited(m)
+            | AuthError::NotFound(m) => m,
         }
     }
 }

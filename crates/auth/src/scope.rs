@@ -47,8 +47,11 @@ impl Scope {
     }
 
     /// Checks a search's filter against the scope and narrows it to the
-    /// scope: no project filter becomes the key's projects. A project or
-    /// content type outside the scope is [`AuthError::PermissionDenied`].
+    /// scope: no project filter becomes the key's projects. A project
+    /// outside the scope is [`AuthError::NotFound`], as one that is not
+    /// indexed ([`weft_core::projects`]; callers check the projects with
+    /// their list first); a content type outside it is
+    /// [`AuthError::PermissionDenied`].
     pub fn restrict(&self, filter: &mut SearchFilter) -> Result<(), AuthError> {
         if let Some(allowed) = &self.projects {
             // An empty filter means every project: never the widening of
@@ -60,10 +63,14 @@ impl Scope {
             }
             if filter.projects.is_empty() {
                 filter.projects = allowed.iter().cloned().collect();
-            } else if let Some(p) = filter.projects.iter().find(|p| !allowed.contains(*p)) {
-                return Err(AuthError::PermissionDenied(format!(
-                    "this API key may not read project {p:?}"
-                )));
+            } else {
+                weft_core::projects::check_projects(
+                    "projects",
+                    &filter.projects,
+                    &allowed.iter().collect::<Vec<_>>(),
+                    true,
+                )
+                .map_err(|e| AuthError::NotFound(e.unlisted().to_string()))?;
             }
         }
         if let Some(allowed) = &self.content_types {
@@ -150,8 +157,12 @@ mod tests {
             ..Default::default()
         };
         let refused = scope.restrict(&mut filter).unwrap_err();
-        assert!(matches!(refused, AuthError::PermissionDenied(_)));
-        assert!(refused.message().contains("\"c\""), "{refused:?}");
+        assert_eq!(refused.kind(), ErrorKind::NotFound);
+        assert_eq!(
+            refused.message(),
+            "projects: project \"c\" is not indexed",
+            "{refused:?}"
+        );
         let mut filter = SearchFilter {
             content_types: vec![ContentType::Code],
             ..Default::default()

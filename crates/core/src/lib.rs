@@ -39,6 +39,7 @@ pub mod generations;
 mod ids;
 pub mod invariants;
 pub mod ports;
+pub mod projects;
 pub mod query;
 pub mod retrieval;
 

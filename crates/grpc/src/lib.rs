@@ -9,9 +9,11 @@
 //! ([`RequestBounds`], the check every weft surface makes:
 //! `query.max_query_chars`, `query.max_limit`, filter, expansion and budget
 //! limits) → `INVALID_ARGUMENT`; a project or document that is not indexed
-//! → `NOT_FOUND`; a chunk range past a document's end → `OUT_OF_RANGE`; a
-//! passed deadline → `DEADLINE_EXCEEDED` ([`deadline`]). A store, model or
-//! search failure is answered with the code of its kind
+//! → `NOT_FOUND` (a project named with the indexed ones the caller may read,
+//! by [`weft_core::projects::check_projects`]; one outside the caller's
+//! scope is answered alike); a chunk range past a document's end →
+//! `OUT_OF_RANGE`; a passed deadline → `DEADLINE_EXCEEDED` ([`deadline`]).
+//! A store, model or search failure is answered with the code of its kind
 //! ([`status::code_of`]: a store that cannot be reached `UNAVAILABLE`, a
 //! missing collection `NOT_FOUND`, a refused store key `PERMISSION_DENIED`,
 //! no model `FAILED_PRECONDITION`).
@@ -35,7 +37,7 @@ use std::time::{Duration, Instant};
 use tonic::{Request, Response, Status};
 use weft_auth::{Auth, AuthDefault, Scope};
 use weft_config::WeftConfig;
-use weft_core::ports::VectorIndex;
+use weft_core::ports::{Catalog, VectorIndex};
 use weft_core::query::{QueryEngine, RequestBounds, RequestError};
 use weft_core::retrieval::SearchFilter;
 use weft_core::{ChunkId, DocumentId};
@@ -87,6 +89,9 @@ pub struct QueryServer {
     auth: Auth,
     bounds: RequestBounds,
     known_projects: Arc<KnownProjects>,
+    /// The data directory whose catalog lists the projects when the
+    /// generation read holds none open (server stores).
+    data_dir: Option<weft_wiring::DataDir>,
 }
 
 #[derive(Clone)]
@@ -104,7 +109,7 @@ struct Pinned {
     vectors: Arc<dyn VectorIndex>,
     generation: u32,
     // Keeps the generation's stores (and its lease) for the whole call.
-    _stack: Option<Arc<weft_wiring::QueryStack>>,
+    stack: Option<Arc<weft_wiring::QueryStack>>,
 }
 
 /// How long a project seen indexed is believed to be, without looking.
@@ -146,6 +151,7 @@ impl QueryServer {
             auth: Auth::Open,
             bounds: RequestBounds::default(),
             known_projects: Arc::default(),
+            data_dir: None,
         }
     }
 
@@ -156,6 +162,17 @@ impl QueryServer {
             auth: Auth::Open,
             bounds: RequestBounds::default(),
             known_projects: Arc::default(),
+            data_dir: None,
+        }
+    }
+
+    /// The server with the projects listed from the catalog in `data_dir`
+    /// when the generation read holds no catalog open (server stores that
+    /// `weft index` writes, with their catalog in the data directory).
+    pub fn with_data_dir(self, data_dir: weft_wiring::DataDir) -> Self {
+        Self {
+            data_dir: Some(data_dir),
+            ..self
         }
     }
 
@@ -165,7 +182,7 @@ impl QueryServer {
                 engine: engine.clone(),
                 vectors: vectors.clone(),
                 generation: 0,
-                _stack: None,
+                stack: None,
             },
             Stacks::Live(live) => {
                 let stack = live.current();
@@ -173,7 +190,7 @@ impl QueryServer {
                     engine: stack.engine.clone(),
                     vectors: stack.vectors.clone(),
                     generation: stack.generation,
-                    _stack: Some(stack),
+                    stack: Some(stack),
                 }
             }
         }
@@ -295,18 +312,15 @@ impl v1::query_service_server::QueryService for QueryServer {
             let packing = domain
                 .max_tokens
                 .map(|max_tokens| weft_core::retrieval::PackOptions { max_tokens });
-            let named_projects = domain.filter.projects.clone();
+            // A project asked for that is not indexed (a typo) is named
+            // with the indexed ones, not searched as nothing; one outside
+            // the key's scope gets the same answer, before the scope is
+            // applied, so the answer reveals nothing about the others.
+            self.check_projects(&pinned, &scope, &domain.filter.projects)
+                .await?;
             scope
                 .restrict(&mut domain.filter)
                 .map_err(|e| status::auth_status(&e))?;
-            // A project asked for that is not indexed (a typo) is named,
-            // not searched as nothing. Only projects the key may read get
-            // here: the answer reveals nothing about the others.
-            if let Some(project) = self.first_unknown_project(&pinned, &named_projects).await? {
-                return Err(Status::not_found(format!(
-                    "weft.v1.SearchRequest.projects: project {project:?} is not indexed"
-                )));
-            }
             span.set("weft.mode", format!("{:?}", domain.mode));
             span.set("weft.generation", pinned.generation.to_string());
             let result = pinned.engine.search(&domain).await;
@@ -345,22 +359,92 @@ impl v1::query_service_server::QueryService for QueryServer {
     }
 }
 
+/// The field a search names its projects in.
+const PROJECTS_FIELD: &str = "weft.v1.SearchRequest.projects";
+
 impl QueryServer {
-    /// The first of `projects` that has no chunk in the index, if any: one
-    /// filtered nearest-neighbour lookup of one point per project not seen
-    /// indexed in the last [`KNOWN_PROJECT_TTL`].
-    async fn first_unknown_project(
+    /// Checks the projects a search names with the one rule of
+    /// [`weft_core::projects::check_projects`]: each must be indexed and
+    /// within `scope`; else `NOT_FOUND` naming it and listing the indexed
+    /// projects `scope` covers (a project outside it is answered as one
+    /// that does not exist, and the others are never listed). Projects
+    /// seen indexed in the last [`KNOWN_PROJECT_TTL`] need no lookup.
+    async fn check_projects(
         &self,
         pinned: &Pinned,
+        scope: &Scope,
+        named: &[String],
+    ) -> Result<(), Status> {
+        if named
+            .iter()
+            .all(|p| scope.allows_project(p) && self.known_projects.contains(pinned.generation, p))
+        {
+            return Ok(());
+        }
+        let scoped = scope.projects.is_some();
+        let projects = match self.catalog(pinned).await {
+            Some(catalog) => catalog
+                .projects()
+                .await
+                .inspect_err(|e| tracing::warn!("cannot list the indexed projects: {e}"))
+                .ok(),
+            None => None,
+        };
+        let (known, listed) = match projects {
+            Some(projects) => {
+                let known: Vec<String> = projects
+                    .into_iter()
+                    .map(|(name, _)| name)
+                    .filter(|name| scope.allows_project(name))
+                    .collect();
+                (known, true)
+            }
+            // No catalog to list: which of the projects asked for are
+            // indexed, by one lookup each.
+            None => (self.indexed_of(pinned, scope, named).await?, false),
+        };
+        for project in named.iter().filter(|p| known.contains(p)) {
+            self.known_projects.insert(pinned.generation, project);
+        }
+        weft_core::projects::check_projects(PROJECTS_FIELD, named, &known, scoped).map_err(
+            |error| {
+                let error = if listed { error } else { error.unlisted() };
+                Status::not_found(error.to_string())
+            },
+        )
+    }
+
+    /// The catalog of the generation `pinned` reads, where there is one:
+    /// the one its stack holds open, else the data directory's.
+    async fn catalog(&self, pinned: &Pinned) -> Option<Arc<dyn Catalog>> {
+        let stack = pinned.stack.as_ref()?;
+        if let Some(catalog) = &stack.catalog {
+            return Some(catalog.clone());
+        }
+        let data_dir = self.data_dir.as_ref()?;
+        match stack.catalog_now(data_dir) {
+            Ok(catalog) => Some(catalog),
+            Err(e) => {
+                tracing::warn!("cannot list the indexed projects: {e}");
+                None
+            }
+        }
+    }
+
+    /// Those of `projects` within `scope` that have a chunk in the index:
+    /// one filtered nearest-neighbour lookup of one point each.
+    async fn indexed_of(
+        &self,
+        pinned: &Pinned,
+        scope: &Scope,
         projects: &[String],
-    ) -> Result<Option<String>, Status> {
+    ) -> Result<Vec<String>, Status> {
         let dimension = pinned.vectors.dimension().max(1);
         let mut probe = vec![0.0f32; dimension];
         probe[0] = 1.0;
-        let mut checked = std::collections::HashSet::new();
+        let mut indexed = Vec::new();
         for project in projects {
-            if !checked.insert(project) || self.known_projects.contains(pinned.generation, project)
-            {
+            if indexed.contains(project) || !scope.allows_project(project) {
                 continue;
             }
             let filter = SearchFilter {
@@ -372,12 +456,11 @@ impl QueryServer {
                 .search(&probe, &filter, 1)
                 .await
                 .map_err(|e| status::port_status(&e))?;
-            if hits.is_empty() {
-                return Ok(Some(project.clone()));
+            if !hits.is_empty() {
+                indexed.push(project.clone());
             }
-            self.known_projects.insert(pinned.generation, project);
         }
-        Ok(None)
+        Ok(indexed)
     }
 
     async fn get_chunks_of(
@@ -545,6 +628,7 @@ pub async fn open(
     locations: &weft_config::Locations,
     source: weft_wiring::LiveSource,
 ) -> Result<(QueryServer, weft_wiring::LiveQuery), ServiceError> {
+    let in_data_dir = matches!(source, weft_wiring::LiveSource::DataDir);
     let live = weft_wiring::LiveQuery::open(
         config,
         locations,
@@ -559,7 +643,11 @@ pub async fn open(
         generation = stack.generation,
         "query service reading"
     );
-    Ok((QueryServer::live(live.clone()), live))
+    let mut server = QueryServer::live(live.clone());
+    if in_data_dir {
+        server = server.with_data_dir(weft_wiring::DataDir::new(&locations.data_dir));
+    }
+    Ok((server, live))
 }
 
 /// The whole service: sets up authentication and TLS (`[query]`; `auth`

@@ -333,10 +333,11 @@ async fn keys_scope_every_rpc_to_their_projects() {
             rows.push(Row {
                 key: name,
                 rpc: format!("Search, projects=[{project}]"),
+                // Another project is answered as one that is not indexed.
                 expected: if allowed {
                     format!("OK, projects {project}")
                 } else {
-                    "PermissionDenied".into()
+                    "NotFound".into()
                 },
                 got: outcome(&result, |r| {
                     let (projects, _) = projects_of(r);
@@ -664,6 +665,72 @@ async fn each_key_has_its_own_token_bucket() {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     client.get_chunks(get(&limited.key)).await.unwrap();
     println!("rate limit: limited key (1/s, burst 3) gave {codes:?}; the fast key 20 calls OK");
+    fixture.stop().await;
+}
+
+/// Issue 38: a search naming a project the key cannot search is
+/// `NOT_FOUND` naming the field and the project, listing the indexed
+/// projects the key may read and no other; a project that exists outside
+/// the key's scope gets exactly the answer of one that exists nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_and_out_of_scope_projects_are_answered_alike_within_the_keys_scope() {
+    let alpha = auth::mint("alpha-reader", vec!["alpha".into()], vec![]).unwrap();
+    let all = auth::mint("admin", vec!["*".into()], vec![]).unwrap();
+    let fixture = serve(
+        &[alpha.entry.clone(), all.entry.clone()],
+        Default::default(),
+    )
+    .await;
+    let mut client = QueryServiceClient::new(fixture.channel().await);
+    let mut ask = async |key: &str, projects: &[&str]| {
+        client
+            .search(with_key(search("deploy", projects), Some(key)))
+            .await
+            .map(|r| r.into_inner())
+    };
+
+    // alpha's key: beta exists, nope does not; the same status and text.
+    let beta = ask(&alpha.key, &["beta"]).await.unwrap_err();
+    let nope = ask(&alpha.key, &["nope"]).await.unwrap_err();
+    let both = ask(&alpha.key, &["alpha", "beta"]).await.unwrap_err();
+    for status in [&beta, &nope, &both] {
+        assert_eq!(status.code(), Code::NotFound, "{status:?}");
+        assert!(
+            status
+                .message()
+                .starts_with("weft.v1.SearchRequest.projects: project "),
+            "{status:?}"
+        );
+        assert!(
+            status
+                .message()
+                .ends_with("; indexed projects this caller may read: alpha"),
+            "{status:?}"
+        );
+    }
+    assert_eq!(
+        beta.message().replace("\"beta\"", "\"X\""),
+        nope.message().replace("\"nope\"", "\"X\""),
+        "an out-of-scope project and a missing one look alike"
+    );
+    assert_eq!(beta.message(), both.message());
+    println!("alpha's key, beta: {:?} {}", beta.code(), beta.message());
+    println!("alpha's key, nope: {:?} {}", nope.code(), nope.message());
+    // Its own project searches.
+    let ok = ask(&alpha.key, &["alpha"]).await.unwrap();
+    assert!(!ok.results.is_empty());
+
+    // The admin key (every project): every indexed project is listed, and
+    // a near miss suggested.
+    let status = ask(&all.key, &["alpha", "betta"]).await.unwrap_err();
+    assert_eq!(status.code(), Code::NotFound, "{status:?}");
+    assert_eq!(
+        status.message(),
+        "weft.v1.SearchRequest.projects: project \"betta\" is not indexed \
+         (did you mean \"beta\"?); indexed projects: alpha, beta"
+    );
+    println!("admin key, betta: {:?} {}", status.code(), status.message());
+    assert!(!ask(&all.key, &["beta"]).await.unwrap().results.is_empty());
     fixture.stop().await;
 }
 

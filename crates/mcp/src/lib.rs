@@ -379,6 +379,34 @@ fn check_paths(paths: &[String], bounds: &RequestBounds) -> Result<(), ToolError
     Ok(())
 }
 
+/// The projects a tool call names (`field`) must be ones the caller can
+/// search — indexed, and within its scope — by the one rule of
+/// [`weft_core::projects::check_projects`]: a typo is named with the
+/// indexed projects the caller may read, and a project outside the scope
+/// gets the same answer as one that does not exist.
+fn check_named_projects(
+    field: &str,
+    named: &[String],
+    listed: &[ProjectInfo],
+    scope: &Scope,
+) -> Result<(), ToolError> {
+    let known: Vec<&str> = listed
+        .iter()
+        .map(|p| p.name.as_str())
+        .filter(|name| scope.allows_project(name))
+        .collect();
+    weft_core::projects::check_projects(field, named, &known, scope.projects.is_some())
+        .map_err(ToolError::from)
+}
+
+/// The last indexed commit of each listed project that has one, for citations.
+fn revisions_of(projects: Vec<ProjectInfo>) -> HashMap<String, String> {
+    projects
+        .into_iter()
+        .filter_map(|p| Some((p.name, p.revision?)))
+        .collect()
+}
+
 /// What the caller of a tool call may read. Over HTTP, the scope the
 /// authentication layer of [`serve_http`] put on the request (none: nothing,
 /// so a request that did not pass it reads nothing); over stdio, whose
@@ -417,13 +445,7 @@ impl WeftMcp {
     /// The revision of each project, for citations (empty when the backend
     /// cannot list projects).
     async fn revisions(&self) -> HashMap<String, String> {
-        match self.backend.projects().await {
-            Ok(projects) => projects
-                .into_iter()
-                .filter_map(|p| Some((p.name, p.revision?)))
-                .collect(),
-            Err(_) => HashMap::new(),
-        }
+        revisions_of(self.backend.projects().await.unwrap_or_default())
     }
 
     #[tool(
@@ -500,6 +522,11 @@ impl WeftMcp {
         let bounds = &self.options.bounds;
         let max_tokens = budget(p.max_tokens, self.options.default_max_tokens, bounds)?;
         let (mut request, globs) = search_request(p, max_tokens, bounds)?;
+        // The projects, once: for the projects named and for citations.
+        let listed = self.backend.projects().await;
+        if let Ok(listed) = &listed {
+            check_named_projects("projects", &request.filter.projects, listed, scope)?;
+        }
         scope
             .restrict(&mut request.filter)
             .map_err(|refused| ToolError(refused.message().to_owned()))?;
@@ -508,7 +535,7 @@ impl WeftMcp {
         if let Some(globs) = &globs {
             results.retain(|d| globs.is_match(&d.uri));
         }
-        let revisions = self.revisions().await;
+        let revisions = revisions_of(listed.unwrap_or_default());
         let packed = pack(
             &results,
             &revisions,
@@ -581,12 +608,24 @@ impl WeftMcp {
     ) -> Result<Vec<weft_core::Chunk>, ToolError> {
         let projects: Vec<String> = match project {
             Some(p) => {
-                if !scope.allows_project(p) {
-                    return Err(ToolError(format!(
-                        "this API key may not read project {p:?}"
-                    )));
+                let named = [p.to_owned()];
+                match self.backend.projects().await {
+                    Ok(listed) => check_named_projects("project", &named, &listed, scope)?,
+                    // A backend that cannot list projects: one outside
+                    // the scope is not indexed, as far as this caller may
+                    // know; one within it is looked for.
+                    Err(_) => {
+                        let in_scope: &[&str] = if scope.allows_project(p) { &[p] } else { &[] };
+                        weft_core::projects::check_projects(
+                            "project",
+                            &named,
+                            in_scope,
+                            scope.projects.is_some(),
+                        )
+                        .map_err(|e| ToolError(e.unlisted().to_string()))?;
+                    }
                 }
-                vec![p.to_owned()]
+                named.to_vec()
             }
             None => self
                 .backend

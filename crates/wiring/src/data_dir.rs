@@ -39,7 +39,7 @@ const READERS_LOCK: &str = "readers.lock";
 const WRITE_LOCK: &str = "write.lock";
 /// What generation 0 (the index made in place) consists of, beside the
 /// directories every generation shares.
-const GENERATION_ZERO_ENTRIES: [&str; 6] = [
+pub(crate) const GENERATION_ZERO_ENTRIES: [&str; 6] = [
     "weft-data.json",
     "catalog.redb",
     "text",

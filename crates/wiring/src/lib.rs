@@ -13,6 +13,7 @@
 //! | `query` | the query side: [`QueryStack`], [`open_query`], [`query_engine`], [`LiveQuery`] following the live generation | `weft search`/`serve`/`mcp`, `weft-query` |
 //! | `stores` | the vector and text indexes `[stores]` names, embedded or on servers ([`open_index_stores`], [`Stores`]) | both |
 //! | `data_dir` | the embedded data directory: its marker, generations, write lock and read leases ([`DataDir`]) | both |
+//! | `disk_usage` | what a data directory takes on disk, per generation and store ([`DataDir::disk_usage`]) | `weft status` |
 //! | `embedded` | opening the embedded indexes of a generation | `stores`, `data_dir` |
 //! | `embedding` | the embedder from `[embedding]` ([`embedder_from_config`], [`LazyEmbedder`], [`embedder_tag`]) | both |
 //! | [`generations`] | the data directory's generation mechanics: its registry ([`generations::FileRegistry`]), copying the live generation into a new one, counting and syncing one, a reader's collection of those it let go of (the lifecycle decisions are `weft_index::generations`') | `weft-index`, [`LiveQuery`] |
@@ -25,6 +26,7 @@
 
 mod build;
 mod data_dir;
+mod disk_usage;
 mod embedded;
 mod embedding;
 pub mod generations;
@@ -35,6 +37,7 @@ pub use build::{
     Load, WiringError, embed_batching, embedder, open_for_writing, reranker_from_config,
 };
 pub use data_dir::{DataDir, DataDirError, DataMeta, GenerationDir, ReadLease, WriteLock};
+pub use disk_usage::{DiskUsage, GenerationUsage, Size};
 pub use embedded::text_is_outdated;
 pub use embedding::{
     EmbedBatching, EmbedderSetupError, LazyEmbedder, embedder_from_config, embedder_tag,
