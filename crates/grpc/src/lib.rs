@@ -390,8 +390,10 @@ impl QueryServer {
                 .ok(),
             None => None,
         };
-        let (known, listed) = match projects {
-            Some(projects) => {
+        let (mut known, mut listed) = match projects {
+            // A catalog that lists nothing is not this generation's record
+            // (the distributed pipeline keeps its catalog in NATS).
+            Some(projects) if !projects.is_empty() => {
                 let known: Vec<String> = projects
                     .into_iter()
                     .map(|(name, _)| name)
@@ -401,8 +403,23 @@ impl QueryServer {
             }
             // No catalog to list: which of the projects asked for are
             // indexed, by one lookup each.
-            None => (self.indexed_of(pinned, scope, named).await?, false),
+            _ => (self.indexed_of(pinned, scope, named).await?, false),
         };
+        if listed {
+            // The index, not the catalog, decides: a project the catalog
+            // does not list but the index holds is searched, and the list
+            // is then not said (it is not the whole truth).
+            let missing: Vec<String> = named
+                .iter()
+                .filter(|p| !known.contains(p))
+                .cloned()
+                .collect();
+            let found = self.indexed_of(pinned, scope, &missing).await?;
+            if !found.is_empty() {
+                known.extend(found);
+                listed = false;
+            }
+        }
         for project in named.iter().filter(|p| known.contains(p)) {
             self.known_projects.insert(pinned.generation, project);
         }

@@ -390,8 +390,26 @@ pub fn operator_secrets_in_readme(readme: &str) -> BTreeMap<String, BTreeSet<Str
     }
     out
 }
-/// A free loopback port (bound, then released).
+/// A free loopback port (bound, then released), never one handed out
+/// before by this process, and below Linux's ephemeral range (32768–60999)
+/// so that no outgoing connection's source port takes it between its
+/// release here and its bind by the process it is given to (a port asked
+/// of the kernel with `:0` can be).
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    const FIRST: u16 = 20_000;
+    const SPAN: u16 = 12_000;
+    // Each process starts at its own offset, so test binaries run side by
+    // side rarely walk the same ports.
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let start = (std::process::id() % u32::from(SPAN)) as u16;
+    for _ in 0..SPAN {
+        let step = NEXT.fetch_add(1, Ordering::Relaxed) % SPAN;
+        let port = FIRST + (start + step) % SPAN;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
