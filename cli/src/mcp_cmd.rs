@@ -9,7 +9,6 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use async_trait::async_trait;
 use clap::Args;
-use weft_core::query::RequestBounds;
 use weft_index::{RunOptions, RunSource};
 use weft_mcp::{
     Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, IndexRunner, McpOptions,
@@ -56,7 +55,9 @@ pub struct McpArgs {
 }
 
 pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCode> {
-    let bounds = RequestBounds::default();
+    let ctx = Arc::new(Context::load(config_file, &args.store)?);
+    // `[query]`'s bounds, as `weft serve` and `weft search` hold them.
+    let bounds = ctx.config.query.request_bounds();
     if let Err(e) = bounds.check_max_tokens(args.max_tokens) {
         bail!("--max-tokens {}", e.problem);
     }
@@ -80,7 +81,6 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
                     (Arc::new(backend), None)
                 }
                 None => {
-                    let ctx = Arc::new(Context::load(config_file, &args.store)?);
                     let live = LocalIndex::default();
                     match ctx.open_live().await {
                         Ok(opened) => live.set(opened),

@@ -108,7 +108,7 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         rerank: false,
         max_tokens: args.max_tokens,
     }
-    .checked(&weft_grpc::request_bounds(&ctx.config.query))
+    .checked(&ctx.config.query.request_bounds())
     .map_err(refusal)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let need = match args.mode {

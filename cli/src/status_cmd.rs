@@ -1,15 +1,21 @@
 //! `weft status`: what the data directory holds.
+//!
+//! [`gather`] reads the stores into a [`Status`]; `--json` prints it as
+//! JSON, people read its [`Display`](std::fmt::Display).
 
+use std::fmt;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
+use weft_core::generations::Generation;
 use weft_core::ports::Catalog;
 use weft_wiring::QueryEmbedder;
+use weft_wiring::{DiskUsage, GenerationUsage, Size};
 
 use crate::context::{Context, StoreArgs};
 
@@ -26,9 +32,79 @@ pub struct StatusArgs {
 
 pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let ctx = Context::load(config_file, &args.store)?;
+    let status = gather(&ctx)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&status)?)?;
+    } else {
+        write!(out, "{status}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `weft status` reports (its JSON, field for field).
+#[derive(Debug, Serialize)]
+pub struct Status {
+    data_dir: PathBuf,
+    /// The live generation.
+    generation: u32,
+    generations: Vec<Generation>,
+    stores: String,
+    model: String,
+    dimension: usize,
+    model_dir: PathBuf,
+    model_present: bool,
+    projects: Vec<ProjectStatus>,
+    documents: usize,
+    chunks: Chunks,
+    /// The space used on disk (as `du` counts it).
+    disk_bytes: u64,
+    /// The apparent size (as `ls -l` adds up: sparse, preallocated files
+    /// in full).
+    apparent_bytes: u64,
+    /// Both, per generation and store.
+    disk: Disk,
+}
+
+/// One indexed project.
+#[derive(Debug, Serialize)]
+struct ProjectStatus {
+    name: String,
+    source: String,
+    revision: Option<String>,
+    documents: usize,
+    chunks: u64,
+}
+
+/// Chunks counted by each store.
+#[derive(Debug, Serialize)]
+struct Chunks {
+    vector_index: u64,
+    text_index: u64,
+}
+
+/// [`DiskUsage`] with each generation's state.
+#[derive(Debug, Serialize)]
+struct Disk {
+    generations: Vec<GenerationDisk>,
+    sources: Size,
+    other: Size,
+    total: Size,
+}
+
+/// One generation's space and state.
+#[derive(Debug, Serialize)]
+struct GenerationDisk {
+    #[serde(flatten)]
+    usage: GenerationUsage,
+    state: String,
+}
+
+/// Reads the data directory's stores and sizes.
+pub fn gather(ctx: &Context) -> anyhow::Result<Status> {
     // Measured before this command opens the stores, so that its own read
     // lease and overlay (removed when it exits) are not counted.
-    let disk = ctx.data_dir().disk_usage();
+    let usage = ctx.data_dir().disk_usage();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let stores = runtime.block_on(ctx.open_query(QueryEmbedder::NotNeeded))?;
     let catalog: std::sync::Arc<dyn Catalog> = match &stores.catalog {
@@ -44,17 +120,17 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
             stores.text.count().await?,
         ))
     })?;
-    let per_project: Vec<_> = projects
-        .iter()
+    let projects = projects
+        .into_iter()
         .map(|(name, state)| {
-            let docs: Vec<_> = documents.iter().filter(|d| &d.project == name).collect();
-            json!({
-                "name": name,
-                "source": state.source,
-                "revision": state.revision,
-                "documents": docs.len(),
-                "chunks": docs.iter().map(|d| u64::from(d.chunk_count)).sum::<u64>(),
-            })
+            let docs: Vec<_> = documents.iter().filter(|d| d.project == name).collect();
+            ProjectStatus {
+                documents: docs.len(),
+                chunks: docs.iter().map(|d| u64::from(d.chunk_count)).sum(),
+                name,
+                source: state.source,
+                revision: state.revision,
+            }
         })
         .collect();
     let state_of = |number: u32| {
@@ -70,127 +146,138 @@ pub fn run(config_file: Option<&Path>, args: &StatusArgs) -> anyhow::Result<Exit
                 }
             })
     };
-    let mut disk_json = serde_json::to_value(&disk)?;
-    if let Some(list) = disk_json["generations"].as_array_mut() {
-        for g in list {
-            let state = g["number"].as_u64().map(|n| state_of(n as u32));
-            g["state"] = json!(state);
-        }
-    }
-    let model_present = ctx.locations.model_dir.join("model.safetensors").exists();
-    let out = json!({
-        "data_dir": ctx.locations.data_dir,
-        "generation": stores.generation,
-        "generations": generations.generations,
-        "stores": stores.description,
-        "model": stores.model,
-        "dimension": stores.dimension,
-        "model_dir": ctx.locations.model_dir,
-        "model_present": model_present,
-        "projects": per_project,
-        "documents": documents.len(),
-        "chunks": {"vector_index": vector_chunks, "text_index": text_chunks},
-        // The space used on disk (as `du` counts it), and the apparent
-        // size (as `ls -l` adds up: sparse, preallocated files in full);
-        // per generation and store under `disk`.
-        "disk_bytes": disk.total.on_disk_bytes,
-        "apparent_bytes": disk.total.apparent_bytes,
-        "disk": disk_json,
-    });
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut o = std::io::stdout().lock();
-    writeln!(
-        o,
-        "data directory  {} ({} on disk, apparent size {})",
-        ctx.locations.data_dir.display(),
-        human(disk.total.on_disk_bytes),
-        human(disk.total.apparent_bytes)
-    )?;
-    writeln!(o, "stores          {}", stores.description)?;
-    let others: Vec<String> = generations
-        .generations
-        .iter()
-        .filter(|g| g.number != stores.generation)
-        .map(|g| format!("{} {}", g.number, g.state))
-        .collect();
-    writeln!(
-        o,
-        "generation      {}{}",
-        stores.generation,
+    let DiskUsage {
+        generations: generation_usage,
+        sources,
+        other,
+        total,
+    } = usage;
+    let disk = Disk {
+        generations: generation_usage
+            .into_iter()
+            .map(|usage| GenerationDisk {
+                state: state_of(usage.number),
+                usage,
+            })
+            .collect(),
+        sources,
+        other,
+        total,
+    };
+    Ok(Status {
+        data_dir: ctx.locations.data_dir.clone(),
+        generation: stores.generation,
+        generations: generations.generations.clone(),
+        stores: stores.description.clone(),
+        model: stores.model.clone(),
+        dimension: stores.dimension,
+        model_present: ctx.locations.model_dir.join("model.safetensors").exists(),
+        model_dir: ctx.locations.model_dir.clone(),
+        projects,
+        documents: documents.len(),
+        chunks: Chunks {
+            vector_index: vector_chunks,
+            text_index: text_chunks,
+        },
+        disk_bytes: total.on_disk_bytes,
+        apparent_bytes: total.apparent_bytes,
+        disk,
+    })
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "data directory  {} ({} on disk, apparent size {})",
+            self.data_dir.display(),
+            human(self.disk_bytes),
+            human(self.apparent_bytes)
+        )?;
+        writeln!(f, "stores          {}", self.stores)?;
+        let others: Vec<String> = self
+            .generations
+            .iter()
+            .filter(|g| g.number != self.generation)
+            .map(|g| format!("{} {}", g.number, g.state))
+            .collect();
+        write!(f, "generation      {}", self.generation)?;
         if others.is_empty() {
-            String::new()
+            writeln!(f)?;
         } else {
-            format!(" (also: {})", others.join(", "))
+            writeln!(f, " (also: {})", others.join(", "))?;
         }
-    )?;
-    writeln!(
-        o,
-        "model           {} ({} dimensions){}",
-        stores.model,
-        stores.dimension,
-        if model_present {
-            String::new()
+        write!(
+            f,
+            "model           {} ({} dimensions)",
+            self.model, self.dimension
+        )?;
+        if self.model_present {
+            writeln!(f)?;
         } else {
-            format!(
+            writeln!(
+                f,
                 "; not found in {} (text search only)",
-                ctx.locations.model_dir.display()
-            )
+                self.model_dir.display()
+            )?;
         }
-    )?;
-    writeln!(o, "documents       {}", documents.len())?;
-    writeln!(
-        o,
-        "chunks          {vector_chunks} vectors, {text_chunks} text"
-    )?;
-    writeln!(o, "projects        {}", projects.len())?;
-    for p in &per_project {
+        writeln!(f, "documents       {}", self.documents)?;
         writeln!(
-            o,
-            "  {:<24} {:>7} documents {:>8} chunks  {}{}",
-            p["name"].as_str().unwrap_or_default(),
-            p["documents"],
-            p["chunks"],
-            p["source"].as_str().unwrap_or_default(),
-            p["revision"]
-                .as_str()
-                .map(|r| format!(" @ {}", &r[..r.len().min(12)]))
-                .unwrap_or_default()
+            f,
+            "chunks          {} vectors, {} text",
+            self.chunks.vector_index, self.chunks.text_index
         )?;
+        writeln!(f, "projects        {}", self.projects.len())?;
+        for p in &self.projects {
+            let revision = p
+                .revision
+                .as_deref()
+                .map(|r| format!(" @ {}", r.get(..12).unwrap_or(r)))
+                .unwrap_or_default();
+            writeln!(
+                f,
+                "  {:<24} {:>7} documents {:>8} chunks  {}{revision}",
+                p.name, p.documents, p.chunks, p.source
+            )?;
+        }
+        self.disk.fmt(f)
     }
-    // Space used on disk (allocated blocks, as `du`), per generation and
-    // store; the apparent size (sparse files in full, as `ls -l`) beside it.
-    writeln!(
-        o,
-        "space on disk   {} (apparent size {}: preallocated, sparse files count in full)",
-        human(disk.total.on_disk_bytes),
-        human(disk.total.apparent_bytes)
-    )?;
-    for g in &disk.generations {
+}
+
+impl fmt::Display for Disk {
+    /// Space used on disk (allocated blocks, as `du`), per generation and
+    /// store; the apparent size (sparse files in full, as `ls -l`) beside it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
-            o,
-            "  {:<22} {:>10}  vectors {}, text {}, catalog {}, other {}  (apparent {})",
-            format!("generation {} ({})", g.number, state_of(g.number)),
-            human(g.total.on_disk_bytes),
-            human(g.vectors.on_disk_bytes),
-            human(g.text.on_disk_bytes),
-            human(g.catalog.on_disk_bytes),
-            human(g.other.on_disk_bytes),
-            human(g.total.apparent_bytes)
+            f,
+            "space on disk   {} (apparent size {}: preallocated, sparse files count in full)",
+            human(self.total.on_disk_bytes),
+            human(self.total.apparent_bytes)
         )?;
+        for GenerationDisk { usage: g, state } in &self.generations {
+            writeln!(
+                f,
+                "  {:<22} {:>10}  vectors {}, text {}, catalog {}, other {}  (apparent {})",
+                format!("generation {} ({state})", g.number),
+                human(g.total.on_disk_bytes),
+                human(g.vectors.on_disk_bytes),
+                human(g.text.on_disk_bytes),
+                human(g.catalog.on_disk_bytes),
+                human(g.other.on_disk_bytes),
+                human(g.total.apparent_bytes)
+            )?;
+        }
+        for (name, size) in [("git checkouts", self.sources), ("other", self.other)] {
+            writeln!(
+                f,
+                "  {:<22} {:>10}  (apparent {})",
+                name,
+                human(size.on_disk_bytes),
+                human(size.apparent_bytes)
+            )?;
+        }
+        Ok(())
     }
-    for (name, size) in [("git checkouts", disk.sources), ("other", disk.other)] {
-        writeln!(
-            o,
-            "  {:<22} {:>10}  (apparent {})",
-            name,
-            human(size.on_disk_bytes),
-            human(size.apparent_bytes)
-        )?;
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `bytes` for people: B, KiB, MiB or GiB with one decimal.

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use weft_core::query::RequestBounds;
 
 use crate::InvalidSetting;
 use crate::error::{bad, check_socket_addr};
@@ -52,6 +53,19 @@ pub struct QueryServiceConfig {
     /// PEM CA certificate(s): when set, clients must present a certificate
     /// signed by one of them (mutual TLS). Needs `tls_cert_file`.
     pub tls_client_ca_file: Option<PathBuf>,
+}
+
+impl QueryServiceConfig {
+    /// The bounds every surface (gRPC, MCP, `weft search`) holds a request
+    /// to: `max_query_chars` and `max_limit` from these settings, the rest
+    /// [`RequestBounds`]' defaults.
+    pub fn request_bounds(&self) -> RequestBounds {
+        RequestBounds {
+            max_query_chars: self.max_query_chars,
+            max_limit: self.max_limit as usize,
+            ..RequestBounds::default()
+        }
+    }
 }
 
 /// `query.auth`: how callers of the query API are authenticated.

@@ -302,14 +302,7 @@ impl Generations {
         expected_documents: u64,
         note: &str,
     ) -> Result<(), GenerationError> {
-        let generation = self.get_mut(number)?;
-        if generation.state != GenerationState::Building {
-            return Err(GenerationError::WrongState {
-                number,
-                state: generation.state,
-                expected: GenerationState::Building,
-            });
-        }
+        let generation = self.building_mut(number)?;
         generation.expected_documents = Some(expected_documents);
         generation.note = Some(note.to_owned());
         Ok(())
@@ -318,18 +311,11 @@ impl Generations {
     /// Makes the building generation `number` live; the one live before is
     /// retired (at `now`).
     pub fn switch_to(&mut self, number: u32, now: u64) -> Result<(), GenerationError> {
-        let state = self.get_mut(number)?.state;
         // Switching to what is live already is done (a retried write).
-        if state == GenerationState::Live && self.live == Some(number) {
+        if self.live == Some(number) && self.get_mut(number)?.state == GenerationState::Live {
             return Ok(());
         }
-        if state != GenerationState::Building {
-            return Err(GenerationError::WrongState {
-                number,
-                state,
-                expected: GenerationState::Building,
-            });
-        }
+        self.building_mut(number)?;
         if let Some(previous) = self.live
             && let Ok(old) = self.get_mut(previous)
         {
@@ -346,6 +332,16 @@ impl Generations {
     /// Aborts the building generation `number` (with why): queries never
     /// read it; it can be removed at once.
     pub fn abort(&mut self, number: u32, now: u64, why: &str) -> Result<(), GenerationError> {
+        let generation = self.building_mut(number)?;
+        generation.state = GenerationState::Aborted;
+        generation.retired_at = Some(now);
+        generation.note = Some(why.to_owned());
+        Ok(())
+    }
+
+    /// Generation `number`, which must be building: only a building
+    /// generation is published into, switched to or aborted.
+    fn building_mut(&mut self, number: u32) -> Result<&mut Generation, GenerationError> {
         let generation = self.get_mut(number)?;
         if generation.state != GenerationState::Building {
             return Err(GenerationError::WrongState {
@@ -354,10 +350,7 @@ impl Generations {
                 expected: GenerationState::Building,
             });
         }
-        generation.state = GenerationState::Aborted;
-        generation.retired_at = Some(now);
-        generation.note = Some(why.to_owned());
-        Ok(())
+        Ok(generation)
     }
 
     /// Generations whose stores may be removed at `now`: aborted ones, and

@@ -221,17 +221,6 @@ impl QueryServer {
     }
 }
 
-/// The bounds of `[query]`: `max_query_chars` and `max_limit` from the
-/// settings, the rest [`RequestBounds`]' defaults. The query service,
-/// `weft serve` and `weft search` hold requests to these.
-pub fn request_bounds(config: &weft_config::QueryServiceConfig) -> RequestBounds {
-    RequestBounds {
-        max_query_chars: config.max_query_chars,
-        max_limit: config.max_limit as usize,
-        ..RequestBounds::default()
-    }
-}
-
 /// A search request out of bounds: `INVALID_ARGUMENT` whatever its kind.
 /// gRPC's `OUT_OF_RANGE` is for a value that may become valid as the
 /// system changes (reading past a document's end); a bound does not move
@@ -703,7 +692,7 @@ pub async fn run(
     let (server, live) = open(config, locations, source.await?).await?;
     let server = server
         .with_auth(auth)
-        .with_bounds(request_bounds(&config.query));
+        .with_bounds(config.query.request_bounds());
     let _follow = AbortOnDrop(live.follow(FOLLOW_EVERY));
     let listener = bind(listen).await?;
     let addr = listener.local_addr().map_err(|source| ServiceError::Bind {

@@ -1,0 +1,149 @@
+//! README's quick start, run as written: every `cargo run --release --bin
+//! weft -- …` line of its first `sh` block, in order, with the arguments
+//! the README gives (this test's build of `weft` stands in for `cargo run
+//! --release --bin weft --`).
+//!
+//! The commands run in a copy of weft's core crate sources, not in the
+//! whole checkout: indexing all of weft with the real model takes minutes
+//! on a small machine, and the quick start's question (how chunk ids are
+//! computed) is answered by the core crate.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::model_dir;
+
+const PREFIX: &str = "cargo run --release --bin weft -- ";
+
+/// The repository's README.
+fn readme() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The `weft` commands of the README's first `sh` block, as argument lists.
+fn quick_start(readme: &str) -> Vec<Vec<String>> {
+    let block = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("README has a ```sh block");
+    block
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix(PREFIX))
+        .map(shell_words)
+        .collect()
+}
+
+/// `line` split as a POSIX shell splits words: double- and single-quoted
+/// strings are one word, an unquoted `#` starts a comment.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            (None, '#') if word.is_none() => break,
+            (None, c) if c.is_whitespace() => words.extend(word.take()),
+            (None, c) => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    assert!(quote.is_none(), "unclosed quote in README line: {line}");
+    words.extend(word);
+    words
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn run(args: &[String], cwd: &Path, data: &Path) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .current_dir(cwd)
+        .env("WEFT_DATA_DIR", data)
+        .env("WEFT_MODEL_DIR", model_dir())
+        .env_remove("WEFT_CONFIG")
+        .env_remove("WEFT__RERANK__KIND")
+        .output()
+        .expect("weft runs");
+    assert!(
+        output.status.success(),
+        "weft {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+#[test]
+fn shell_words_split_as_the_shell_does() {
+    assert_eq!(
+        shell_words(r#"search "how are chunk ids computed"   # a comment"#),
+        ["search", "how are chunk ids computed"]
+    );
+    assert_eq!(shell_words("status   # the projects"), ["status"]);
+    assert_eq!(shell_words("index 'a b'#c"), ["index", "a b#c"]);
+    assert_eq!(shell_words(r#"search """#), ["search", ""]);
+}
+
+#[test]
+fn the_quick_start_runs_as_written() {
+    let commands = quick_start(&readme());
+    let names: Vec<&str> = commands.iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(
+        names,
+        ["index", "search", "status"],
+        "README's quick start changed: {commands:?}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let repo: PathBuf = tmp.path().join("weft-core");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/core/src"),
+        &repo,
+    );
+    let data = tmp.path().join("data");
+
+    let index = run(&commands[0], &repo, &data);
+    let said = String::from_utf8_lossy(&index.stdout).into_owned()
+        + &String::from_utf8_lossy(&index.stderr);
+    assert!(said.contains("0 errors"), "index summary: {said}");
+
+    let search = run(&commands[1], &repo, &data);
+    let answer = String::from_utf8_lossy(&search.stdout);
+    let first = answer.lines().next().unwrap_or_default();
+    // Chunk ids are computed in ids.rs (and asked for in chunk.rs).
+    assert!(
+        first.contains("ids.rs") || first.contains("chunk.rs"),
+        "the best hit for {:?} is not where chunk ids are computed:\n{answer}",
+        commands[1][1]
+    );
+
+    let status = run(&commands[2], &repo, &data);
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("projects        1") && status.contains("weft-core"),
+        "status does not list the project: {status}"
+    );
+    assert!(
+        status.contains("space on disk"),
+        "status does not say the space taken: {status}"
+    );
+}
