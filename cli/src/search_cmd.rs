@@ -107,6 +107,7 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         adjacency: None,
         rerank: false,
         max_tokens: args.max_tokens,
+        cache_partition: None,
     }
     .checked(&ctx.config.query.request_bounds())
     .map_err(refusal)?;

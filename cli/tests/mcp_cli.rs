@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
+use weft_core::{ChunkId, DocumentId};
 
 mod common;
 use common::{json, model_dir};
@@ -224,7 +225,9 @@ fn mcp_over_http_needs_a_key_beyond_loopback_and_reads_only_the_keys_projects() 
     let right = format!("Authorization: Bearer {}\r\n", minted[0]);
     assert!(post_status(&url, &right).contains(" 200 "), "the demo key");
 
-    // Each key reads its own projects only (the MCP SDK, keyed).
+    // Each key reads its own projects only (the MCP SDK, keyed); a chunk
+    // id computed for demo is answered to the other key as one nothing has.
+    let chunk_of = |uri: &str| ChunkId::new(&DocumentId::new("demo", uri), 0).to_string();
     let report = run_client(
         &[
             "scoped",
@@ -232,6 +235,8 @@ fn mcp_over_http_needs_a_key_beyond_loopback_and_reads_only_the_keys_projects() 
             &url,
             &minted[0],
             &minted[1],
+            &chunk_of("src/Retry.java"),
+            &chunk_of("src/Nope.java"),
         ],
         data.path(),
     );

@@ -3,7 +3,8 @@ assistant would, and checks what comes back against the fixture files.
 
     python mcp_client.py stdio FIXTURE_ROOT WEFT_BINARY   (env: WEFT_DATA_DIR, WEFT_MODEL_DIR)
     python mcp_client.py http  FIXTURE_ROOT URL
-    python mcp_client.py scoped FIXTURE_ROOT URL DEMO_KEY OTHER_KEY   (API keys: demo, another project)
+    python mcp_client.py scoped FIXTURE_ROOT URL DEMO_KEY OTHER_KEY DEMO_CHUNK MISSING_CHUNK
+        (API keys: demo, another project; chunk ids: one of demo, one nothing has)
 
 Prints one JSON object (what was checked) on the last line of stdout;
 exits non-zero with the failed check's message otherwise.
@@ -156,7 +157,7 @@ def keyed(url, key):
     return streamable_http_client(url, http_client=http)
 
 
-async def scoped(url, demo_key, other_key, report):
+async def scoped(url, demo_key, other_key, demo_chunk, missing_chunk, report):
     """A key reads its own projects only; the demo key reads demo."""
     async with Client(keyed(url, other_key)) as client:
         result = await client.call_tool("list_projects", {})
@@ -181,6 +182,13 @@ async def scoped(url, demo_key, other_key, report):
             assert answers == [expected, expected], answers
         result = await client.call_tool("get_context", {"citation": "src/Retry.java#L1-L5"})
         assert result.is_error and "no indexed document" in text_of(result), text_of(result)
+        # A chunk id of demo's and one nothing has: the same answer (issue 33).
+        answers = []
+        for chunk_id in (demo_chunk, missing_chunk):
+            result = await client.call_tool("get_context", {"chunk_id": chunk_id})
+            assert result.is_error, text_of(result)
+            answers.append(text_of(result).replace(chunk_id, "ID"))
+        assert answers[0] == answers[1], answers
         report["other_key"] = "sees nothing of demo"
     async with Client(keyed(url, demo_key)) as client:
         result = await client.call_tool("list_projects", {})
@@ -196,7 +204,7 @@ async def main():
     transport, root, target = sys.argv[1], sys.argv[2], sys.argv[3]
     report = {"transport": transport, "citations_checked": []}
     if transport == "scoped":
-        await scoped(target, sys.argv[4], sys.argv[5], report)
+        await scoped(target, sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7], report)
     elif transport == "stdio":
         env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "WEFT_DATA_DIR", "WEFT_MODEL_DIR", "WEFT_LOG")}
         params = StdioServerParameters(command=target, args=["mcp"], env=env)

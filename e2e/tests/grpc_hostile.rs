@@ -16,7 +16,7 @@ use weft_proto::v1;
 
 const MAX_QUERY_CHARS: usize = 2000;
 const MAX_LIMIT: u32 = 50;
-const MAX_MESSAGE_BYTES: usize = 1 << 20;
+const MAX_REQUEST_BYTES: usize = 256 << 10;
 const QUERY: &str = "where do the TLS certificates go";
 
 /// A gRPC call over a bare HTTP/2 connection: no client-side deadline, so
@@ -146,8 +146,8 @@ async fn hostile_requests_get_their_codes_and_the_service_stays_well_under_load(
         ("WEFT__QUERY__MAX_QUERY_CHARS", MAX_QUERY_CHARS.to_string()),
         ("WEFT__QUERY__MAX_LIMIT", MAX_LIMIT.to_string()),
         (
-            "WEFT__QUERY__MAX_MESSAGE_BYTES",
-            MAX_MESSAGE_BYTES.to_string(),
+            "WEFT__QUERY__MAX_REQUEST_BYTES",
+            MAX_REQUEST_BYTES.to_string(),
         ),
     ];
     let (mut query, mut client, addr) = start_query_at(&env, logs.path()).await;
@@ -168,8 +168,8 @@ async fn hostile_requests_get_their_codes_and_the_service_stays_well_under_load(
             &guide,
             "--max-query-chars",
             &MAX_QUERY_CHARS.to_string(),
-            "--max-message-bytes",
-            &MAX_MESSAGE_BYTES.to_string(),
+            "--max-request-bytes",
+            &MAX_REQUEST_BYTES.to_string(),
             "--seconds",
             "20",
             "--connections",
@@ -324,10 +324,10 @@ async fn hostile_requests_get_their_codes_and_the_service_stays_well_under_load(
             "rerank",
         ),
     ];
-    // A message over query.max_message_bytes is refused before it is read.
+    // A message over query.max_request_bytes is refused before it is read.
     cases.push((
-        "a message over query.max_message_bytes",
-        search(&"q".repeat(MAX_MESSAGE_BYTES)),
+        "a message over query.max_request_bytes",
+        search(&"q".repeat(MAX_REQUEST_BYTES)),
         Code::OutOfRange,
         "message length too large",
     ));

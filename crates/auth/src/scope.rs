@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 
+use weft_core::query::SearchRequest;
 use weft_core::retrieval::{DocumentResult, SearchFilter};
 use weft_core::{Chunk, ContentType};
 
@@ -44,6 +45,14 @@ impl Scope {
     /// Whether the scope covers the project `name`.
     pub fn allows_project(&self, name: &str) -> bool {
         self.projects.as_ref().is_none_or(|p| p.contains(name))
+    }
+
+    /// Holds a search to the scope ([`Scope::restrict`] of its filter)
+    /// and to the caller's partition of the query-embedding cache.
+    pub fn apply(&self, request: &mut SearchRequest) -> Result<(), AuthError> {
+        self.restrict(&mut request.filter)?;
+        request.cache_partition = self.key_id.clone();
+        Ok(())
     }
 
     /// Checks a search's filter against the scope and narrows it to the

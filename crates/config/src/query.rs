@@ -17,8 +17,12 @@ pub struct QueryServiceConfig {
     /// Requests running longer are cancelled (DEADLINE_EXCEEDED); a client's
     /// shorter `grpc-timeout` wins.
     pub request_timeout_secs: u64,
-    /// Largest request or response message, in bytes.
+    /// Largest response message, in bytes.
     pub max_message_bytes: usize,
+    /// Largest request message, in bytes: a bigger one is refused
+    /// (RESOURCE_EXHAUSTED) before it is decoded. The largest request the
+    /// other bounds allow is well under 100 KB.
+    pub max_request_bytes: usize,
     /// Longest query text a search may send, in characters; longer ones are
     /// refused (INVALID_ARGUMENT naming `query`). The model reads at most
     /// its first few hundred tokens anyway.
@@ -84,6 +88,7 @@ impl Default for QueryServiceConfig {
             listen: "127.0.0.1:50051".into(),
             request_timeout_secs: 30,
             max_message_bytes: 16 * 1024 * 1024,
+            max_request_bytes: 1024 * 1024,
             max_query_chars: weft_core::query::MAX_QUERY_CHARS,
             max_limit: weft_core::query::MAX_LIMIT as u32,
             auth: None,
@@ -108,6 +113,9 @@ impl QueryServiceConfig {
         }
         if self.max_message_bytes < 1024 {
             return bad("query.max_message_bytes", "must be at least 1024");
+        }
+        if self.max_request_bytes < 1024 {
+            return bad("query.max_request_bytes", "must be at least 1024");
         }
         self.validate_security()
     }

@@ -79,6 +79,11 @@ pub struct SearchRequest {
     /// whatever the budget; the packer chooses what fits, so the budget, not
     /// the hit count, bounds the context. The engine does not pack.
     pub max_tokens: Option<usize>,
+    /// Whose cache of query embeddings the search may read and fill: the
+    /// caller's API key (set by `weft_auth::Scope::apply`); `None`, the
+    /// partition of callers without a key. A caller never learns from the
+    /// cache (`cached_embedding`, `embed_ms`) what another key asked.
+    pub cache_partition: Option<String>,
 }
 
 /// How long each stage took, in milliseconds.
@@ -192,7 +197,9 @@ impl QueryEngine {
             SearchMode::Text => (None, false),
             SearchMode::Hybrid | SearchMode::Vector => {
                 let t = Instant::now();
-                let (v, cached) = self.embed_query(&request.query).await?;
+                let (v, cached) = self
+                    .embed_query(request.cache_partition.as_deref(), &request.query)
+                    .await?;
                 timings.embed_ms = ms(t);
                 (Some(v), cached)
             }
@@ -252,8 +259,15 @@ impl QueryEngine {
         })
     }
 
-    async fn embed_query(&self, query: &str) -> Result<(Vec<f32>, bool), QueryError> {
-        if let Some(v) = self.lock_cache().get(query) {
+    async fn embed_query(
+        &self,
+        partition: Option<&str>,
+        query: &str,
+    ) -> Result<(Vec<f32>, bool), QueryError> {
+        // No key holds a NUL (a key id is a printable name), so the
+        // partition and the query cannot run into each other.
+        let key = format!("{}\0{query}", partition.unwrap_or_default());
+        if let Some(v) = self.lock_cache().get(&key) {
             return Ok((v, true));
         }
         let embedder = self.embedder.as_ref().ok_or(QueryError::NoEmbedder)?;
@@ -261,7 +275,7 @@ impl QueryEngine {
         // (`Chunk::embedding_text`); the query is read the same way.
         let mut vectors = embedder.embed_queries(&[split_camel_case(query)]).await?;
         let vector = vectors.pop().ok_or(QueryError::NoEmbedder)?;
-        self.lock_cache().put(query.to_owned(), vector.clone());
+        self.lock_cache().put(key, vector.clone());
         Ok((vector, false))
     }
 

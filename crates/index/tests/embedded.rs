@@ -150,6 +150,16 @@ async fn index_search_expand_and_reindex_incrementally() {
     // The second search embeds nothing: the query vector is cached.
     let again = engine.search(&one_hit(true)).await.unwrap();
     assert!(again.cached_embedding);
+    // The cache is per key: what one key asked is not cached for another
+    // (issue 33: `cached_embedding` and `embed_ms` told it), and each key's
+    // own repeat is.
+    let keyed = |key: &str| SearchRequest {
+        cache_partition: Some(key.to_owned()),
+        ..one_hit(true)
+    };
+    assert!(!engine.search(&keyed("b")).await.unwrap().cached_embedding);
+    assert!(!engine.search(&keyed("a")).await.unwrap().cached_embedding);
+    assert!(engine.search(&keyed("a")).await.unwrap().cached_embedding);
 
     // Adjacency costs one batched store call per query, however many hits.
     let counting = Arc::new(common::CountingVectors {

@@ -311,6 +311,8 @@ fn search_request(
         adjacency: None,
         rerank: true,
         max_tokens: Some(max_tokens),
+        // Set by the caller's scope (`Scope::apply`).
+        cache_partition: None,
     };
     let mut request = request
         .checked(bounds)
@@ -528,7 +530,7 @@ impl WeftMcp {
             check_named_projects("projects", &request.filter.projects, listed, scope)?;
         }
         scope
-            .restrict(&mut request.filter)
+            .apply(&mut request)
             .map_err(|refused| ToolError(refused.message().to_owned()))?;
         let mut results = self.backend.search(&request).await?;
         scope.retain(&mut results);
@@ -691,10 +693,13 @@ impl WeftMcp {
                     "chunk_id {id:?} is neither DOCUMENT_ID:CHUNK_INDEX nor a chunk UUID"
                 ))
             })?;
+            // Outside the scope, a chunk is not there: the same answer as
+            // for an id nothing has.
             let chunk = self
                 .backend
                 .chunk(chunk_id)
                 .await?
+                .filter(|chunk| scope.allows(chunk))
                 .ok_or_else(|| ToolError(format!("no chunk with id {id}")))?;
             (chunk.document_id.clone(), chunk.chunk_index)
         };

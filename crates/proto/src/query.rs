@@ -138,6 +138,8 @@ pub fn search_request(
         adjacency: override_adjacency,
         rerank: request.rerank,
         max_tokens: request.max_tokens.map(|n| n as usize),
+        // The server sets it from the caller's key, never the wire.
+        cache_partition: None,
     })
 }
 
@@ -469,6 +471,7 @@ mod tests {
             adjacency: Some(adjacency.clone()),
             rerank: true,
             max_tokens: Some(2000),
+            cache_partition: Some("a-key".into()),
         };
         let back = search_request(
             v1::SearchRequest::from(&domain),
@@ -478,6 +481,10 @@ mod tests {
         assert_eq!(back.query, domain.query);
         assert_eq!(back.filter, domain.filter);
         assert_eq!(back.limit, domain.limit);
+        assert_eq!(
+            back.cache_partition, None,
+            "the wire never names a cache partition"
+        );
         assert_eq!(back.mode, domain.mode);
         assert_eq!(back.expand, domain.expand);
         assert_eq!(back.rerank, domain.rerank);

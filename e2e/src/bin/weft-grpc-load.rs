@@ -38,9 +38,9 @@ struct Args {
     /// The server's `query.max_query_chars`.
     #[arg(long, default_value_t = 4096)]
     max_query_chars: usize,
-    /// The server's `query.max_message_bytes`.
-    #[arg(long, default_value_t = 16 * 1024 * 1024)]
-    max_message_bytes: usize,
+    /// The server's `query.max_request_bytes`.
+    #[arg(long, default_value_t = 1024 * 1024)]
+    max_request_bytes: usize,
     /// How long to send.
     #[arg(long, default_value_t = 10)]
     seconds: u64,
@@ -87,7 +87,7 @@ impl Kind {
             Kind::GoodSearch => "good search",
             Kind::GoodGetChunks => "good GetChunks",
             Kind::OversizeQuery => "query over max_query_chars",
-            Kind::OversizeMessage => "message over max_message_bytes",
+            Kind::OversizeMessage => "message over max_request_bytes",
             Kind::HugeLimit => "limit 10^9",
             Kind::BadPathPrefix => "path_prefix ../",
             Kind::HugeWindow => "code_window 2^32-1",
@@ -179,7 +179,7 @@ async fn send(client: &mut Client, args: &Args, kind: Kind) -> Result<Code, (Cod
         }
         Kind::OversizeMessage => {
             let r = client
-                .search(search("q".repeat(args.max_message_bytes)))
+                .search(search("q".repeat(args.max_request_bytes)))
                 .await;
             expect(
                 code_of(r.map(drop)),
