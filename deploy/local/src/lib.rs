@@ -11,14 +11,43 @@
 //! in-cluster Services (or of external endpoints) to the local processes
 //! standing in for them. Everything else — every flag, key and variable
 //! name — is passed exactly as written.
+//!
+//! ## Layout
+//!
+//! - `lib.rs` — finding kubectl and rendering an overlay (`render`, YAML
+//!   into untyped values: the test also reads kinds the emulator does
+//!   not), the weft image's Dockerfile (`ImageConfig`), the workloads and
+//!   their containers (`Workload`, `containers`), the ConfigMaps and
+//!   Secrets (`Data`), the operator's Secrets of deploy/README.md, and
+//!   local ports, users and permissions.
+//! - [`objects`] — the rendered objects typed: serde structs for exactly
+//!   the fields the emulator reads (pod templates, containers, env,
+//!   probes, volumes, ConfigMap and Secret data, Service ports). A field of
+//!   the wrong type or a required one missing is an error naming the
+//!   object and the field's path (`serde_path_to_error`, already in the
+//!   workspace's lock through axum), never a panic or a silent default.
+//! - `plan.rs` — an overlay (`Overlay`) and each container as a local
+//!   command (`ContainerPlan`): volumes written, environment resolved,
+//!   paths, listen ports and Service endpoints remapped.
+//! - `process.rs` — containers as processes (`Proc`) and their probes
+//!   (`Probe`).
+//!
+//! The types are this crate's own rather than `k8s-openapi`'s: that crate
+//! types the whole Kubernetes API, and with this workspace's profile
+//! (dependencies at `opt-level = 2`) it alone took 74 s of a 96 s cold
+//! build of a scratch crate on a 2-core machine (38 s in a default debug
+//! profile), for the few dozen fields read here.
 
 #![warn(missing_docs)]
 
+pub mod objects;
 mod plan;
 mod process;
 
 pub use plan::*;
 pub use process::*;
+
+use objects::{Body, Container, Object, PodSpec};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -51,8 +80,8 @@ pub fn kubectl() -> PathBuf {
             .args(["version", "--client", "-o", "json"])
             .output()
             .ok()
-            .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
-            .and_then(|v| v["kustomizeVersion"].as_str().map(str::to_owned))
+            .and_then(|o| serde_json::from_slice::<KubectlVersion>(&o.stdout).ok())
+            .and_then(|v| v.kustomize_version)
             .and_then(|v| {
                 v.trim_start_matches('v')
                     .split('.')
@@ -76,21 +105,31 @@ pub fn kubectl() -> PathBuf {
         })
 }
 
-/// `kubectl kustomize DIR`, parsed: every rendered object.
-pub fn render(kubectl: &Path, dir: &Path) -> Vec<Value> {
+/// What `kubectl version --client -o json` says of its kustomize.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KubectlVersion {
+    kustomize_version: Option<String>,
+}
+
+/// `kubectl kustomize DIR`, parsed: every rendered object, untyped (the
+/// test reads kinds the emulator does not; [`objects::parse`] types them).
+pub fn render(kubectl: &Path, dir: &Path) -> Result<Vec<Value>, String> {
     let out = Command::new(kubectl)
         .arg("kustomize")
         .arg(dir)
         .output()
-        .unwrap_or_else(|e| panic!("run {} kustomize: {e}", kubectl.display()));
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {} failed: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("kustomize prints UTF-8");
-    parse_yaml_stream(&text).unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map_err(|e| format!("run {} kustomize: {e}", kubectl.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "kubectl kustomize {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let text = String::from_utf8(out.stdout)
+        .map_err(|e| format!("kubectl kustomize {}: not UTF-8: {e}", dir.display()))?;
+    parse_yaml_stream(&text).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
 /// The documents of a YAML stream, as JSON values (empty documents dropped).
@@ -189,7 +228,7 @@ pub struct Workload {
     /// Its namespace.
     pub namespace: String,
     /// The pod spec.
-    pub pod: Value,
+    pub pod: PodSpec,
     /// The pod template's labels.
     pub labels: BTreeMap<String, String>,
     /// The names of a StatefulSet's volume claim templates.
@@ -209,60 +248,29 @@ impl Workload {
 
     /// The pod's `terminationGracePeriodSeconds` (30 by default).
     pub fn grace(&self) -> Duration {
-        Duration::from_secs(
-            self.pod["terminationGracePeriodSeconds"]
-                .as_u64()
-                .unwrap_or(30),
-        )
+        Duration::from_secs(self.pod.termination_grace_period_seconds.unwrap_or(30))
     }
 }
 
-fn string_map(value: &Value) -> BTreeMap<String, String> {
-    value
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn namespace_of(object: &Value) -> String {
-    object["metadata"]["namespace"]
-        .as_str()
-        .unwrap_or("default")
-        .to_owned()
-}
-
 /// Every workload of `objects`, in the rendered order.
-pub fn workloads(objects: &[Value]) -> Vec<Workload> {
+pub fn workloads(objects: &[Object]) -> Vec<Workload> {
     objects
         .iter()
         .filter_map(|o| {
-            let kind = o["kind"].as_str()?;
-            let template = match kind {
-                "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
-                    &o["spec"]["template"]
-                }
-                "CronJob" => &o["spec"]["jobTemplate"]["spec"]["template"],
-                _ => return None,
+            let Body::Workload(spec) = &o.body else {
+                return None;
             };
-            let claims = o["spec"]["volumeClaimTemplates"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
             Some(Workload {
-                kind: kind.to_owned(),
-                name: o["metadata"]["name"].as_str()?.to_owned(),
-                namespace: namespace_of(o),
-                pod: template["spec"].clone(),
-                labels: string_map(&template["metadata"]["labels"]),
-                claims,
+                kind: o.kind.clone(),
+                name: o.metadata.name.clone(),
+                namespace: o.namespace().to_owned(),
+                pod: spec.template.spec.clone(),
+                labels: spec.template.metadata.labels.clone(),
+                claims: spec
+                    .volume_claim_templates
+                    .iter()
+                    .map(|c| c.metadata.name.clone())
+                    .collect(),
             })
         })
         .collect()
@@ -270,20 +278,18 @@ pub fn workloads(objects: &[Value]) -> Vec<Workload> {
 
 /// The containers of a pod spec: init containers first (flagged), then the
 /// others.
-pub fn containers(pod: &Value) -> Vec<(bool, Value)> {
-    let list = |key: &str| pod[key].as_array().cloned().unwrap_or_default();
-    list("initContainers")
-        .into_iter()
+pub fn containers(pod: &PodSpec) -> Vec<(bool, &Container)> {
+    pod.init_containers
+        .iter()
         .map(|c| (true, c))
-        .chain(list("containers").into_iter().map(|c| (false, c)))
+        .chain(pod.containers.iter().map(|c| (false, c)))
         .collect()
 }
 
 /// The image's repository name without registry, tag or digest
 /// (`ghcr.io/weft-rag/weft:0.1.0` → `weft`).
-pub fn image_name(container: &Value) -> String {
-    let image = container["image"].as_str().unwrap_or_default();
-    let image = image.split('@').next().unwrap_or_default();
+pub fn image_name(container: &Container) -> String {
+    let image = container.image.split('@').next().unwrap_or_default();
     let last = image.rsplit('/').next().unwrap_or_default();
     last.split(':').next().unwrap_or_default().to_owned()
 }
@@ -299,45 +305,43 @@ pub struct Data {
 }
 
 impl Data {
-    /// The ConfigMaps and Secrets of `objects`.
-    pub fn from_objects(objects: &[Value]) -> Self {
+    /// The ConfigMaps and Secrets of `objects`; a value of `binaryData` or
+    /// of a Secret's `data` that is not base64 is an error naming it.
+    pub fn from_objects(objects: &[Object]) -> Result<Self, String> {
         let mut data = Self::default();
         // Long values come folded over lines.
-        let decode = |v: &str, name: &str| {
+        let decode = |o: &Object, field: &str, key: &str, v: &str| {
             let v: String = v.split_whitespace().collect();
             base64::engine::general_purpose::STANDARD
                 .decode(v)
-                .unwrap_or_else(|e| panic!("{name}: data is not base64: {e}"))
+                .map_err(|e| format!("{}: {field}.{key}: not base64: {e}", o.id()))
         };
         for o in objects {
-            let name = o["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
+            let name = o.metadata.name.clone();
             let mut entries = BTreeMap::new();
-            match o["kind"].as_str() {
-                Some("ConfigMap") => {
-                    for (k, v) in string_map(&o["data"]) {
-                        entries.insert(k, v.into_bytes());
+            match &o.body {
+                Body::ConfigMap(c) => {
+                    for (k, v) in &c.data {
+                        entries.insert(k.clone(), v.clone().into_bytes());
                     }
-                    for (k, v) in string_map(&o["binaryData"]) {
-                        entries.insert(k, decode(&v, &name));
+                    for (k, v) in &c.binary_data {
+                        entries.insert(k.clone(), decode(o, "binaryData", k, v)?);
                     }
                     data.config_maps.insert(name, entries);
                 }
-                Some("Secret") => {
-                    for (k, v) in string_map(&o["data"]) {
-                        entries.insert(k, decode(&v, &name));
+                Body::Secret(s) => {
+                    for (k, v) in &s.data {
+                        entries.insert(k.clone(), decode(o, "data", k, v)?);
                     }
-                    for (k, v) in string_map(&o["stringData"]) {
-                        entries.insert(k, v.into_bytes());
+                    for (k, v) in &s.string_data {
+                        entries.insert(k.clone(), v.clone().into_bytes());
                     }
                     data.secrets.insert(name, entries);
                 }
                 _ => {}
             }
         }
-        data
+        Ok(data)
     }
 
     /// Adds a Secret the operator creates (not rendered).
@@ -515,5 +519,108 @@ mod tests {
         );
         assert_eq!(image.workdir.as_deref(), Some("/etc/weft"));
         assert!(!image.cmd.is_empty());
+    }
+
+    /// Every overlay of deploy/k8s/overlays, rendered: (name, objects).
+    fn overlay_renders() -> Vec<(String, Vec<Value>)> {
+        let kubectl = kubectl();
+        let dir = repo_root().join("deploy/k8s/overlays");
+        let mut renders: Vec<(String, Vec<Value>)> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join("kustomization.yaml").exists())
+            .map(|p| {
+                let name = p.file_name().unwrap_or_default().to_string_lossy().into();
+                (name, render(&kubectl, &p).unwrap_or_else(|e| panic!("{e}")))
+            })
+            .collect();
+        renders.sort_by(|a, b| a.0.cmp(&b.0));
+        assert!(renders.len() >= 2, "overlays: {renders:?}");
+        renders
+    }
+
+    #[test]
+    fn every_overlay_renders_into_the_typed_objects() {
+        for (name, values) in overlay_renders() {
+            let objects = objects::parse(&values).unwrap_or_else(|e| panic!("overlay {name}: {e}"));
+            assert_eq!(objects.len(), values.len());
+            for o in &objects {
+                let read = matches!(
+                    o.kind.as_str(),
+                    "Deployment"
+                        | "StatefulSet"
+                        | "Job"
+                        | "CronJob"
+                        | "ConfigMap"
+                        | "Secret"
+                        | "Service"
+                );
+                assert_eq!(read, !matches!(o.body, Body::Other), "{}", o.id());
+            }
+            let workloads = workloads(&objects);
+            assert!(
+                workloads.iter().any(Workload::runs_to_completion),
+                "overlay {name}: no Job or CronJob"
+            );
+            for w in &workloads {
+                assert!(!w.pod.containers.is_empty(), "{}", w.id());
+                for (_, c) in containers(&w.pod) {
+                    assert!(!c.image.is_empty(), "{} {}: no image", w.id(), c.name);
+                    // Every probe is one the emulator runs.
+                    Probe::of(c, &|_| Ok(1))
+                        .unwrap_or_else(|e| panic!("{} {}: {e}", w.id(), c.name));
+                }
+            }
+            let data = Data::from_objects(&objects).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!data.config_maps.is_empty(), "overlay {name}: no ConfigMap");
+        }
+    }
+
+    #[test]
+    fn a_wrong_typed_field_of_an_overlay_is_an_error_naming_the_object_and_field() {
+        for (name, mut values) in overlay_renders() {
+            let deployment = values
+                .iter_mut()
+                .find(|o| o["kind"] == "Deployment")
+                .unwrap_or_else(|| panic!("overlay {name}: no Deployment"));
+            let id = format!(
+                "Deployment/{}",
+                deployment["metadata"]["name"].as_str().unwrap_or_default()
+            );
+            deployment["spec"]["template"]["spec"]["containers"][0]["ports"] =
+                serde_json::json!([{ "containerPort": "metrics" }]);
+            let no_program: Locate<'_> = &|_, _| None;
+            let Err(e) = Overlay::new(
+                &name,
+                &values,
+                ImageConfig::default(),
+                &BTreeMap::new(),
+                no_program,
+                Path::new("/nonexistent"),
+            ) else {
+                panic!("overlay {name}: a containerPort that is a string was read")
+            };
+            assert_eq!(
+                e,
+                format!(
+                    "{id}: spec.template.spec.containers[0].ports[0].containerPort: invalid type: string \"metrics\", expected u16"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn secret_data_that_is_not_base64_is_an_error_naming_it() {
+        let values = parse_yaml_stream(
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: keys}\ndata: {api-key: \"not base64!\"}\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let objects = objects::parse(&values).unwrap_or_else(|e| panic!("{e}"));
+        let e = Data::from_objects(&objects).expect_err("not base64");
+        assert!(
+            e.starts_with("Secret/keys: data.api-key: not base64"),
+            "{e}"
+        );
     }
 }

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::objects::{self, Body, Container, IntOrString, KeysSource, Volume};
 use super::{
-    Data, ImageConfig, Probe, Proc, Workload, containers, free_port, image_name, namespace_of,
-    open_up, others_can_run, running_as_root, string_map, workloads,
+    Data, ImageConfig, Probe, Proc, Workload, containers, free_port, image_name, open_up,
+    others_can_run, running_as_root, workloads,
 };
 
 /// Whether a character may stand before a path inside a value.
@@ -52,7 +53,9 @@ pub fn remap_paths(text: &str, mounts: &BTreeMap<String, PathBuf>) -> String {
                 }
             }
         }
-        let c = text[i..].chars().next().expect("inside the text");
+        let Some(c) = text[i..].chars().next() else {
+            break;
+        };
         out.push(c);
         previous = Some(c);
         i += c.len_utf8();
@@ -249,7 +252,9 @@ fn host_port(scheme: &str, authority: &str) -> Option<(String, u16)> {
 impl Overlay {
     /// Reads `objects` (the render of `name`) with the weft `image` and
     /// the operator's Secrets; `locate` says which commands run here.
-    /// Mounted files and volumes go under `root`.
+    /// Mounted files and volumes go under `root`. An object that does not
+    /// type (a field of the wrong type, a required one missing) is an
+    /// error naming it and the field.
     pub fn new(
         name: &str,
         objects: &[Value],
@@ -257,9 +262,10 @@ impl Overlay {
         operator_secrets: &BTreeMap<String, BTreeMap<String, Vec<u8>>>,
         locate: Locate<'_>,
         root: &Path,
-    ) -> Self {
-        let workloads = workloads(objects);
-        let mut data = Data::from_objects(objects);
+    ) -> Result<Self, String> {
+        let objects = objects::parse(objects)?;
+        let workloads = workloads(&objects);
+        let mut data = Data::from_objects(&objects)?;
         for (secret, entries) in operator_secrets {
             data.add_operator_secret(secret, entries.clone());
         }
@@ -273,8 +279,8 @@ impl Overlay {
                     // containers install what the stand-ins already have.
                     image_name(c) == "weft"
                         || *init
-                        || c["command"][0]
-                            .as_str()
+                        || c.command
+                            .first()
                             .is_some_and(|command| locate(command, false).is_some())
                 })
             })
@@ -283,58 +289,50 @@ impl Overlay {
         let mut ports = BTreeMap::new();
         for w in workloads.iter().filter(|w| runnable.contains(&w.id())) {
             for (_, c) in containers(&w.pod) {
-                for p in c["ports"].as_array().into_iter().flatten() {
-                    if let Some(port) = p["containerPort"].as_u64() {
-                        ports.insert((w.id(), port as u16), free_port());
-                    }
+                for p in &c.ports {
+                    ports.insert((w.id(), p.container_port), free_port());
                 }
             }
         }
         let mut services = BTreeMap::new();
-        for s in objects.iter().filter(|o| o["kind"] == "Service") {
-            let (Some(name), namespace) = (s["metadata"]["name"].as_str(), namespace_of(s)) else {
+        for s in &objects {
+            let Body::Service(spec) = &s.body else {
                 continue;
             };
-            let selector = string_map(&s["spec"]["selector"]);
-            if selector.is_empty() {
+            let (name, namespace) = (&s.metadata.name, s.namespace());
+            if spec.selector.is_empty() {
                 continue;
             }
             let backends: Vec<&Workload> = workloads
                 .iter()
                 .filter(|w| {
                     w.namespace == namespace
-                        && selector.iter().all(|(k, v)| w.labels.get(k) == Some(v))
+                        && spec
+                            .selector
+                            .iter()
+                            .all(|(k, v)| w.labels.get(k) == Some(v))
                 })
                 .collect();
-            for p in s["spec"]["ports"].as_array().into_iter().flatten() {
-                let Some(port) = p["port"].as_u64() else {
-                    continue;
-                };
-                let target = if p["targetPort"].is_null() {
-                    &p["port"]
-                } else {
-                    &p["targetPort"]
-                };
+            for p in &spec.ports {
+                let target = p
+                    .target_port
+                    .clone()
+                    .unwrap_or(IntOrString::Int(i64::from(p.port)));
                 for w in &backends {
                     for (_, c) in containers(&w.pod) {
-                        for cp in c["ports"].as_array().into_iter().flatten() {
-                            let matches = match target {
-                                Value::String(n) => cp["name"].as_str() == Some(n.as_str()),
-                                other => cp["containerPort"].as_u64() == other.as_u64(),
+                        for cp in &c.ports {
+                            let matches = match &target {
+                                IntOrString::String(n) => cp.name.as_deref() == Some(n.as_str()),
+                                IntOrString::Int(n) => i64::from(cp.container_port) == *n,
                             };
-                            if let (true, Some(container_port)) =
-                                (matches, cp["containerPort"].as_u64())
-                            {
+                            if matches {
                                 for host in [
                                     name.to_owned(),
                                     format!("{name}.{namespace}"),
                                     format!("{name}.{namespace}.svc"),
                                     format!("{name}.{namespace}.svc.cluster.local"),
                                 ] {
-                                    services.insert(
-                                        (host, port as u16),
-                                        (w.id(), container_port as u16),
-                                    );
+                                    services.insert((host, p.port), (w.id(), cp.container_port));
                                 }
                             }
                         }
@@ -342,7 +340,7 @@ impl Overlay {
                 }
             }
         }
-        Self {
+        Ok(Self {
             name: name.to_owned(),
             workloads,
             data,
@@ -351,16 +349,19 @@ impl Overlay {
             ports,
             services,
             root: root.to_owned(),
-        }
+        })
     }
 
     /// The local port of an in-cluster Service's `host:port`, when the
     /// workload behind it runs here.
     pub fn local_port(&self, host: &str, port: u16) -> Option<u16> {
         let (workload, container_port) = self.services.get(&(host.to_ascii_lowercase(), port))?;
-        self.runnable
-            .contains(workload)
-            .then(|| self.ports[&(workload.clone(), *container_port)])
+        if !self.runnable.contains(workload) {
+            return None;
+        }
+        self.ports
+            .get(&(workload.clone(), *container_port))
+            .copied()
     }
 
     /// `value` with the host and port of a URL in it moved to the local
@@ -385,7 +386,8 @@ impl Overlay {
             return Ok(format!("{scheme}://127.0.0.1:{local}{rest}"));
         }
         if let Some(url) = variable.and_then(|v| stand_ins.url(v)) {
-            let (stand_scheme, stand_authority, _) = split_url(&url).expect("a stand-in URL");
+            let (stand_scheme, stand_authority, _) =
+                split_url(&url).ok_or_else(|| format!("the stand-in's {url:?} is not a URL"))?;
             return Ok(format!("{stand_scheme}://{stand_authority}{rest}"));
         }
         Err(format!(
@@ -404,14 +406,13 @@ impl Overlay {
     ) -> Result<Vec<ContainerPlan>, String> {
         let mut plans = Vec::new();
         for (init, c) in containers(&workload.pod) {
-            let weft = image_name(&c) == "weft";
+            let weft = image_name(c) == "weft";
             if init && !weft {
                 continue;
             }
-            let name = c["name"].as_str().unwrap_or_default();
-            let id = format!("{} {name}", workload.id());
+            let id = format!("{} {}", workload.id(), c.name);
             plans.push(
-                self.plan_container(workload, &c, init, weft, locate, stand_ins)
+                self.plan_container(workload, c, init, weft, locate, stand_ins)
                     .map_err(|e| format!("{id}: {e}"))?,
             );
         }
@@ -421,25 +422,16 @@ impl Overlay {
     fn plan_container(
         &self,
         workload: &Workload,
-        c: &Value,
+        c: &Container,
         init: bool,
         weft: bool,
         locate: Locate<'_>,
         stand_ins: &mut dyn StandIns,
     ) -> Result<ContainerPlan, String> {
-        let name = c["name"].as_str().unwrap_or_default();
+        let name = c.name.as_str();
         let id = format!("{} {name}", workload.id());
-        let strings = |v: &Value| -> Vec<String> {
-            v.as_array()
-                .map(|a| {
-                    a.iter()
-                        .map(|s| s.as_str().unwrap_or_default().to_owned())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
         // Kubernetes: command replaces the image's ENTRYPOINT, args its CMD.
-        let (command, args) = (strings(&c["command"]), strings(&c["args"]));
+        let (command, args) = (c.command.clone(), c.args.clone());
         let argv: Vec<String> = match (command.is_empty(), args.is_empty(), weft) {
             (false, _, _) => command.into_iter().chain(args).collect(),
             (true, false, true) => self.image.entrypoint.iter().cloned().chain(args).collect(),
@@ -469,13 +461,14 @@ impl Overlay {
         // Ports: every declared containerPort gets its own local port.
         let mut ports = BTreeMap::new();
         let mut named = BTreeMap::new();
-        for p in c["ports"].as_array().into_iter().flatten() {
-            if let Some(port) = p["containerPort"].as_u64() {
-                let local = self.ports[&(workload.id(), port as u16)];
-                ports.insert(port as u16, local);
-                if let Some(n) = p["name"].as_str() {
-                    named.insert(n.to_owned(), local);
-                }
+        for p in &c.ports {
+            let local = *self
+                .ports
+                .get(&(workload.id(), p.container_port))
+                .ok_or_else(|| format!("{} does not run here", workload.id()))?;
+            ports.insert(p.container_port, local);
+            if let Some(n) = &p.name {
+                named.insert(n.clone(), local);
             }
         }
 
@@ -492,30 +485,25 @@ impl Overlay {
         // As the pod's user when this machine lets it run the binary (a
         // checkout under a private home directory does not).
         let user = if running_as_root() && weft && others_can_run(&program) {
-            let sc = |k: &str| {
-                c["securityContext"][k]
-                    .as_u64()
-                    .or_else(|| workload.pod["securityContext"][k].as_u64())
-                    .map(|v| v as u32)
-            };
-            sc("runAsUser").map(|uid| (uid, sc("runAsGroup").or(sc("fsGroup")).unwrap_or(uid)))
+            let (container, pod) = (
+                c.security_context.clone().unwrap_or_default(),
+                workload.pod.security_context.clone().unwrap_or_default(),
+            );
+            let group = container.run_as_group.or(pod.run_as_group).or(pod.fs_group);
+            container
+                .run_as_user
+                .or(pod.run_as_user)
+                .map(|uid| (uid, group.unwrap_or(uid)))
         } else {
             None
         };
         let mut mounts = BTreeMap::new();
         let mut files = Vec::new();
-        for m in c["volumeMounts"].as_array().into_iter().flatten() {
-            let volume_name = m["name"].as_str().unwrap_or_default();
-            let path = m["mountPath"]
-                .as_str()
-                .ok_or("a volumeMount without mountPath")?;
-            let volume = workload.pod["volumes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|v| v["name"] == volume_name);
+        for m in &c.volume_mounts {
+            let (volume_name, path) = (m.name.as_str(), m.mount_path.as_str());
+            let volume = workload.pod.volumes.iter().find(|v| v.name == volume_name);
             let (local, written) = match volume {
-                Some(v) if !v["emptyDir"].is_null() || !v["persistentVolumeClaim"].is_null() => {
+                Some(v) if v.empty_dir.is_some() || v.persistent_volume_claim.is_some() => {
                     (self.shared_volume(volume_name, path, user)?, vec![])
                 }
                 None if workload.claims.contains(volume_name) => {
@@ -534,7 +522,7 @@ impl Overlay {
                     ));
                 }
             };
-            let local = match m["subPath"].as_str() {
+            let local = match m.sub_path.as_deref() {
                 Some(sub) if !sub.is_empty() => local.join(sub),
                 _ => local,
             };
@@ -544,14 +532,13 @@ impl Overlay {
 
         // Environment: the image's, then envFrom, then env.
         let mut env: Vec<(String, String)> = if weft { self.image.env.clone() } else { vec![] };
-        for from in c["envFrom"].as_array().into_iter().flatten() {
-            let prefix = from["prefix"].as_str().unwrap_or_default();
-            let (kind, reference) = if !from["configMapRef"].is_null() {
-                ("ConfigMap", &from["configMapRef"])
-            } else {
-                ("Secret", &from["secretRef"])
+        for from in &c.env_from {
+            let (kind, reference) = match (&from.config_map_ref, &from.secret_ref) {
+                (Some(r), _) => ("ConfigMap", r),
+                (None, Some(r)) => ("Secret", r),
+                (None, None) => return Err("envFrom: neither configMapRef nor secretRef".into()),
             };
-            let source = reference["name"].as_str().unwrap_or_default();
+            let source = reference.name.as_str();
             let entries = match kind {
                 "ConfigMap" => self.data.config_map(source),
                 _ => self.data.secret(source),
@@ -561,58 +548,57 @@ impl Overlay {
                     for (k, v) in entries {
                         set_env(
                             &mut env,
-                            &format!("{prefix}{k}"),
+                            &format!("{}{k}", from.prefix),
                             String::from_utf8_lossy(v).into_owned(),
                         );
                     }
                 }
-                None if reference["optional"] == true => {}
+                None if reference.optional => {}
                 None => return Err(format!("envFrom: {kind} {source} does not exist")),
             }
         }
-        for e in c["env"].as_array().into_iter().flatten() {
-            let key = e["name"].as_str().ok_or("an env entry without name")?;
-            let from = &e["valueFrom"];
-            let value = if from.is_null() {
-                Some(expand(e["value"].as_str().unwrap_or_default(), &env))
-            } else if !from["configMapKeyRef"].is_null() || !from["secretKeyRef"].is_null() {
-                let (kind, r) = if !from["configMapKeyRef"].is_null() {
-                    ("ConfigMap", &from["configMapKeyRef"])
-                } else {
-                    ("Secret", &from["secretKeyRef"])
-                };
-                let source = r["name"].as_str().unwrap_or_default();
-                let k = r["key"].as_str().unwrap_or_default();
-                let entries = match kind {
-                    "ConfigMap" => self.data.config_map(source),
-                    _ => self.data.secret(source),
-                };
-                match entries.and_then(|m| m.get(k)) {
-                    Some(v) => Some(String::from_utf8_lossy(v).into_owned()),
-                    None if r["optional"] == true => None,
-                    None => {
-                        return Err(format!(
-                            "env {key}: {kind} {source} has no key {k:?}{}",
-                            if entries.is_none() {
-                                format!(
-                                    " ({kind} {source} is neither rendered nor one deploy/README.md tells the operator to create)"
-                                )
-                            } else {
-                                String::new()
+        for e in &c.env {
+            let key = e.name.as_str();
+            let value = match &e.value_from {
+                None => Some(expand(e.value.as_deref().unwrap_or_default(), &env)),
+                Some(from) => {
+                    if let Some((kind, r)) = from
+                        .config_map_key_ref
+                        .as_ref()
+                        .map(|r| ("ConfigMap", r))
+                        .or_else(|| from.secret_key_ref.as_ref().map(|r| ("Secret", r)))
+                    {
+                        let (source, k) = (r.name.as_str(), r.key.as_str());
+                        let entries = match kind {
+                            "ConfigMap" => self.data.config_map(source),
+                            _ => self.data.secret(source),
+                        };
+                        match entries.and_then(|m| m.get(k)) {
+                            Some(v) => Some(String::from_utf8_lossy(v).into_owned()),
+                            None if r.optional => None,
+                            None => {
+                                return Err(format!(
+                                    "env {key}: {kind} {source} has no key {k:?}{}",
+                                    if entries.is_none() {
+                                        format!(
+                                            " ({kind} {source} is neither rendered nor one deploy/README.md tells the operator to create)"
+                                        )
+                                    } else {
+                                        String::new()
+                                    }
+                                ));
                             }
-                        ));
+                        }
+                    } else if let Some(field) = &from.field_ref {
+                        Some(match field.field_path.as_str() {
+                            "metadata.namespace" => workload.namespace.clone(),
+                            "metadata.name" | "spec.nodeName" => format!("{}-0", workload.name),
+                            _ => "127.0.0.1".to_owned(),
+                        })
+                    } else {
+                        return Err(format!("env {key}: this valueFrom is not resolved here"));
                     }
                 }
-            } else if !from["fieldRef"].is_null() {
-                Some(
-                    match from["fieldRef"]["fieldPath"].as_str().unwrap_or_default() {
-                        "metadata.namespace" => workload.namespace.clone(),
-                        "metadata.name" | "spec.nodeName" => format!("{}-0", workload.name),
-                        _ => "127.0.0.1".to_owned(),
-                    },
-                )
-            } else {
-                return Err(format!("env {key}: this valueFrom is not resolved here"));
             };
             if let Some(value) = value {
                 set_env(&mut env, key, value);
@@ -645,9 +631,9 @@ impl Overlay {
                     .map_err(|e| format!("{}: {e}", file.display()))?;
             }
         }
-        let workdir = c["workingDir"]
-            .as_str()
-            .map(str::to_owned)
+        let workdir = c
+            .working_dir
+            .clone()
             .or_else(|| {
                 if weft {
                     self.image.workdir.clone()
@@ -673,15 +659,15 @@ impl Overlay {
                 }
             }
         };
-        let port_of = |p: &Value| -> Result<u16, String> {
+        let port_of = |p: &IntOrString| -> Result<u16, String> {
             match p {
-                Value::String(n) => named.get(n).copied().ok_or_else(|| {
+                IntOrString::String(n) => named.get(n).copied().ok_or_else(|| {
                     format!("probe port {n:?} is not a named port of the container")
                 }),
-                other => other
-                    .as_u64()
-                    .and_then(|n| ports.get(&(n as u16)).copied())
-                    .ok_or_else(|| format!("probe port {other} is not a declared containerPort")),
+                IntOrString::Int(n) => u16::try_from(*n)
+                    .ok()
+                    .and_then(|n| ports.get(&n).copied())
+                    .ok_or_else(|| format!("probe port {n} is not a declared containerPort")),
             }
         };
         let probes = Probe::of(c, &port_of)?;
@@ -721,60 +707,52 @@ impl Overlay {
 
     /// Writes a configMap, secret or projected volume into `dir`; returns
     /// the files written.
-    fn write_volume(&self, volume: &Value, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    fn write_volume(&self, volume: &Volume, dir: &Path) -> Result<Vec<PathBuf>, String> {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         open_up(dir, None);
-        let sources: Vec<Value> = if !volume["projected"].is_null() {
-            volume["projected"]["sources"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        } else {
-            vec![volume.clone()]
+        let sources: Vec<(Option<&KeysSource>, Option<&KeysSource>)> = match &volume.projected {
+            Some(projected) => projected
+                .sources
+                .iter()
+                .map(|s| (s.config_map.as_ref(), s.secret.as_ref()))
+                .collect(),
+            None => vec![(volume.config_map.as_ref(), volume.secret.as_ref())],
         };
         let mut written = Vec::new();
         for source in sources {
-            let (kind, name, entries, spec) = if !source["configMap"].is_null() {
-                let name = source["configMap"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                (
-                    "ConfigMap",
-                    name.clone(),
-                    self.data.config_map(&name),
-                    &source["configMap"],
-                )
-            } else if !source["secret"].is_null() {
-                let spec = &source["secret"];
-                let name = spec["secretName"]
-                    .as_str()
-                    .or_else(|| spec["name"].as_str())
-                    .unwrap_or_default()
-                    .to_owned();
-                ("Secret", name.clone(), self.data.secret(&name), spec)
-            } else {
-                return Err(format!(
-                    "only configMap, secret, projected, emptyDir and claim volumes are mounted here: {source}"
-                ));
+            let (kind, name, entries, spec) = match source {
+                (Some(spec), _) => {
+                    let name = spec.name.clone().unwrap_or_default();
+                    let entries = self.data.config_map(&name);
+                    ("ConfigMap", name, entries, spec)
+                }
+                (None, Some(spec)) => {
+                    let name = spec
+                        .secret_name
+                        .clone()
+                        .or_else(|| spec.name.clone())
+                        .unwrap_or_default();
+                    let entries = self.data.secret(&name);
+                    ("Secret", name, entries, spec)
+                }
+                (None, None) => {
+                    return Err(
+                        "only configMap, secret, projected, emptyDir and claim volumes (and configMap and secret projections) are mounted here".into(),
+                    );
+                }
             };
             let Some(entries) = entries else {
-                if spec["optional"] == true {
+                if spec.optional {
                     continue;
                 }
                 return Err(format!(
                     "{kind} {name} is neither rendered nor one deploy/README.md tells the operator to create"
                 ));
             };
-            let items: Vec<(String, String)> = match spec["items"].as_array() {
+            let items: Vec<(String, String)> = match &spec.items {
                 Some(items) => items
                     .iter()
-                    .map(|i| {
-                        (
-                            i["key"].as_str().unwrap_or_default().to_owned(),
-                            i["path"].as_str().unwrap_or_default().to_owned(),
-                        )
-                    })
+                    .map(|i| (i.key.clone(), i.path.clone()))
                     .collect(),
                 None => entries.keys().map(|k| (k.clone(), k.clone())).collect(),
             };

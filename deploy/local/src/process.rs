@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use super::objects::{Container, IntOrString};
 
 /// A probe of a container, as its manifest declares it, with the port
 /// mapped to the local one.
@@ -48,41 +48,46 @@ impl Probe {
     /// The probes of `container`; `port` maps a port (number or name) to
     /// its local port.
     pub fn of(
-        container: &Value,
-        port: &dyn Fn(&Value) -> Result<u16, String>,
+        container: &Container,
+        port: &dyn Fn(&IntOrString) -> Result<u16, String>,
     ) -> Result<Vec<Probe>, String> {
         let mut probes = Vec::new();
-        for which in ["startupProbe", "readinessProbe", "livenessProbe"] {
-            let p = &container[which];
-            if p.is_null() {
+        for (which, p) in [
+            ("startupProbe", &container.startup_probe),
+            ("readinessProbe", &container.readiness_probe),
+            ("livenessProbe", &container.liveness_probe),
+        ] {
+            let Some(p) = p else {
                 continue;
-            }
-            let action = if !p["httpGet"].is_null() {
+            };
+            let action = if let Some(http) = &p.http_get {
                 ProbeAction::Http {
-                    path: p["httpGet"]["path"].as_str().unwrap_or("/").to_owned(),
-                    port: port(&p["httpGet"]["port"])?,
+                    path: http.path.clone().unwrap_or_else(|| "/".to_owned()),
+                    port: port(&http.port)?,
                 }
-            } else if !p["grpc"].is_null() {
+            } else if let Some(grpc) = &p.grpc {
                 ProbeAction::Grpc {
-                    port: port(&p["grpc"]["port"])?,
-                    service: p["grpc"]["service"].as_str().unwrap_or("").to_owned(),
+                    port: port(&IntOrString::Int(grpc.port))?,
+                    service: grpc.service.clone(),
                 }
-            } else if !p["tcpSocket"].is_null() {
+            } else if let Some(tcp) = &p.tcp_socket {
                 ProbeAction::Tcp {
-                    port: port(&p["tcpSocket"]["port"])?,
+                    port: port(&tcp.port)?,
                 }
             } else {
                 return Err(format!(
                     "{which}: only httpGet, grpc and tcpSocket probes are run here"
                 ));
             };
-            let period = p["periodSeconds"].as_u64().unwrap_or(10);
-            let failures = p["failureThreshold"].as_u64().unwrap_or(3);
+            let period = p.period_seconds.unwrap_or(10);
+            let failures = p.failure_threshold.unwrap_or(3);
             probes.push(Probe {
                 which,
                 action,
                 budget: Duration::from_secs(
-                    period * failures + p["initialDelaySeconds"].as_u64().unwrap_or(0),
+                    period
+                        .saturating_mul(failures)
+                        .saturating_add(p.initial_delay_seconds.unwrap_or(0)),
                 ),
             });
         }
