@@ -1,10 +1,11 @@
 //! `[crawl]`: limits of a documentation-site crawl, the networks the
-//! crawler may reach, and the transports the distributed crawler's git may
-//! use (SECURITY.md).
+//! crawler may reach, the credentials sites get, and the transports the
+//! distributed crawler's git may use (SECURITY.md).
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::bad;
+use crate::site_credentials::{SiteAuth, SiteCredential, validate_all};
 use crate::{Cidr, InvalidSetting};
 
 /// `[crawl]`: limits of a documentation-site crawl, the networks the
@@ -48,6 +49,13 @@ pub struct CrawlConfig {
     /// own machine allows all five; remote helpers (`ext::`, `fd::`) are
     /// never allowed.
     pub git_protocols: Vec<String>,
+    /// Credentials for documentation sites that want a login, one entry per
+    /// origin, the secret read from an environment variable or a file
+    /// ([`SiteCredential`]). A site URL may not hold a user name or password
+    /// itself (they would become part of every crawled page's uri). They are
+    /// sent only to requests on the entry's origin, and only by a crawl
+    /// that starts there.
+    pub site_credentials: Vec<SiteCredential>,
 }
 
 /// The transports `crawl.git_protocols` may name.
@@ -75,6 +83,7 @@ impl Default for CrawlConfig {
             .to_vec(),
             proxy: None,
             git_protocols: vec!["https".into(), "ssh".into()],
+            site_credentials: Vec::new(),
         }
     }
 }
@@ -93,8 +102,23 @@ impl CrawlConfig {
             .collect()
     }
 
+    /// The credentials `site_credentials` gives for `origin`, the secret
+    /// read now; `None` if no entry is for that origin. Errors name the
+    /// entry's field and the variable or file, never the secret.
+    pub fn site_auth_for(&self, origin: &url::Origin) -> Result<Option<SiteAuth>, InvalidSetting> {
+        for (i, entry) in self.site_credentials.iter().enumerate() {
+            if entry.parsed_origin().as_ref() == Ok(origin) {
+                return entry
+                    .read(&format!("crawl.site_credentials[{i}]"))
+                    .map(Some);
+            }
+        }
+        Ok(None)
+    }
+
     /// Checks the section: positive limits and timeouts, networks that
-    /// parse, media types, an http(s) proxy, git transports weft knows.
+    /// parse, media types, an http(s) proxy, git transports weft knows,
+    /// site credentials that name an origin and one place for their secret.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
         if self.max_pages == 0 {
             return bad("crawl.max_pages", "must be at least 1");
@@ -145,7 +169,7 @@ impl CrawlConfig {
                 );
             }
         }
-        Ok(())
+        validate_all(&self.site_credentials)
     }
 }
 

@@ -28,7 +28,7 @@
 //! | `[chunking]`     | `chunking`      | [`ChunkingConfig`]         |
 //! | `[data]`         | `data`          | [`DataConfig`]             |
 //! | `[sources]`      | `sources`       | [`SourcesConfig`]          |
-//! | `[crawl]`        | `crawl`, `cidr` | [`CrawlConfig`], [`Cidr`]  |
+//! | `[crawl]`        | `crawl`, `cidr`, `site_credentials` | [`CrawlConfig`], [`Cidr`], [`SiteCredential`] |
 //! | `[embedding]`    | `embedding`     | [`EmbeddingConfig`]        |
 //! | `[retrieval]`    | `retrieval`     | [`weft_core::retrieval::RetrievalConfig`] (checks only) |
 //! | `[rerank]`       | `rerank`        | [`RerankConfig`]           |
@@ -61,6 +61,7 @@ mod nats;
 mod query;
 mod rerank;
 mod retrieval;
+mod site_credentials;
 mod sources;
 mod stores;
 mod telemetry;
@@ -79,6 +80,7 @@ pub use locations::{Locations, default_data_dir, default_model_dir};
 pub use nats::NatsConfig;
 pub use query::{QueryAuth, QueryServiceConfig};
 pub use rerank::{RerankConfig, RerankKind};
+pub use site_credentials::{Secret, SiteAuth, SiteCredential};
 pub use sources::SourcesConfig;
 pub use stores::{StoresConfig, TextStoreKind, VectorStoreKind};
 pub use telemetry::TelemetryConfig;

@@ -25,7 +25,8 @@ use weft_core::{DocumentId, IndexIdentity, content_hash};
 
 use crate::Issue;
 use weft_sources::{
-    self as sources, CrawlError, DirSelection, GitError, GitPolicy, GitRepo, SourceSpec,
+    self as sources, CrawlError, DirSelection, FileIdentity, GitError, GitPolicy, GitRepo,
+    SourceSpec,
 };
 
 /// Why a source could not be planned. Problems with single documents do
@@ -96,8 +97,12 @@ pub struct PlanOptions {
 /// Where a listed document's bytes are.
 #[derive(Debug, Clone)]
 enum Content {
-    /// A file on disk, read when its turn comes.
-    File(PathBuf),
+    /// A file on disk, read when its turn comes, if it is still the file
+    /// listed.
+    File {
+        path: PathBuf,
+        listed: Option<FileIdentity>,
+    },
     /// A fetched page, with its media type.
     Fetched {
         media_type: &'static str,
@@ -269,9 +274,15 @@ impl ChangePlanner {
                             .changed
                             .into_iter()
                             .filter(|uri| self.selects_changed_path(uri))
-                            .map(|uri| Listed {
-                                content: Content::File(repo.dir().join(&uri)),
-                                uri,
+                            .map(|uri| {
+                                let path = repo.dir().join(&uri);
+                                Listed {
+                                    content: Content::File {
+                                        listed: FileIdentity::of(&path),
+                                        path,
+                                    },
+                                    uri,
+                                }
                             })
                             .collect()
                     }
@@ -325,7 +336,10 @@ impl ChangePlanner {
             .into_iter()
             .map(|(uri, path)| Listed {
                 uri,
-                content: Content::File(path),
+                content: Content::File {
+                    listed: walk.identities.get(&path).copied(),
+                    path,
+                },
             })
             .collect()
     }
@@ -456,12 +470,14 @@ impl Iterator for ChangeSet {
         let document_id = DocumentId::new(&self.project, &uri);
         self.seen.insert(document_id.clone());
         let (content, media_type) = match content {
-            Content::File(path) => match sources::read_listed_file(&path, self.max_file_bytes) {
-                Ok(bytes) => (bytes, ""),
-                Err(reason) => {
-                    return Some(Change::Unreadable(Issue { uri, reason }));
+            Content::File { path, listed } => {
+                match sources::read_listed_file(&path, listed, self.max_file_bytes) {
+                    Ok(bytes) => (bytes, ""),
+                    Err(reason) => {
+                        return Some(Change::Unreadable(Issue { uri, reason }));
+                    }
                 }
-            },
+            }
             Content::Fetched { media_type, body } => (body, media_type),
         };
         let hash = content_hash(&content);

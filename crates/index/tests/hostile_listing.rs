@@ -200,3 +200,78 @@ async fn a_project_name_that_cannot_be_one_is_refused_before_anything_is_read() 
         assert!(err.to_string().contains(says), "{err}");
     }
 }
+
+/// Issue 33, hole 2: a listed file replaced by a symlink to a file outside
+/// the tree after listing (the listing refuses such links; the read came
+/// later and followed it), and a directory on a listed file's path replaced
+/// by a link to a directory outside: neither outside file is read.
+#[tokio::test]
+async fn a_file_swapped_for_a_symlink_after_listing_is_not_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("id_rsa"), "PRIVATE KEY outside").unwrap();
+    std::fs::create_dir(outside.path().join("sub")).unwrap();
+    std::fs::write(outside.path().join("sub/b.md"), "PRIVATE KEY in a dir").unwrap();
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path();
+    std::fs::write(root.join("a.md"), "# A\n\nIn the tree.\n").unwrap();
+    std::fs::write(root.join("swapped.md"), "# Swapped\n\nIn the tree.\n").unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/b.md"), "# B\n\nIn the tree.\n").unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let catalog = RedbCatalog::open(&data.path().join("catalog.redb")).unwrap();
+    let planner =
+        ChangePlanner::new(&Default::default(), &Default::default(), data.path()).unwrap();
+    let set = planner
+        .plan(&catalog, &SourceSpec::Dir(root.to_owned()), "p", &options())
+        .await
+        .unwrap();
+    assert_eq!(set.listed(), 3);
+
+    // Between listing and reading: a file becomes a link out of the tree,
+    // and a directory of the tree becomes one.
+    std::fs::remove_file(root.join("swapped.md")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("id_rsa"), root.join("swapped.md")).unwrap();
+    std::fs::rename(root.join("sub"), root.join("sub.old")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("sub"), root.join("sub")).unwrap();
+
+    // Read the documents, keeping what each one's content was.
+    let reading = tokio::task::spawn_blocking(move || {
+        let mut seen = Vec::new();
+        for change in set {
+            seen.push(match change {
+                Change::Index(d) => (
+                    d.uri.clone(),
+                    String::from_utf8_lossy(&d.content).into_owned(),
+                ),
+                Change::Unchanged { uri } => (uri, "unchanged".to_owned()),
+                Change::Unreadable(issue) => (issue.uri, issue.reason),
+            });
+        }
+        seen
+    });
+    let seen = tokio::time::timeout(Duration::from_secs(60), reading)
+        .await
+        .expect("reading the listed files blocked")
+        .unwrap();
+    eprintln!("{seen:#?}");
+    assert!(
+        seen.iter()
+            .all(|(_, outcome)| !outcome.contains("PRIVATE KEY")),
+        "a file outside the tree was read: {seen:?}"
+    );
+    let outcome = |uri: &str| {
+        seen.iter()
+            .find(|(u, _)| u == uri)
+            .map(|(_, o)| o.as_str())
+            .unwrap_or_else(|| panic!("{uri}: {seen:?}"))
+    };
+    assert_eq!(outcome("a.md"), "# A\n\nIn the tree.\n");
+    assert_eq!(
+        outcome("swapped.md"),
+        "is a symbolic link now, not a regular file: not read"
+    );
+    assert!(
+        outcome("sub/b.md").contains("not the file that was listed"),
+        "{seen:?}"
+    );
+}

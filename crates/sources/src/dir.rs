@@ -5,7 +5,13 @@
 //! tree are reported and not followed unless `sources.follow_outside_symlinks`
 //! says so. What is not a regular file (a FIFO, a socket, a device) and
 //! names that are not UTF-8 are reported and never opened.
+//!
+//! A listed file is read later ([`read_listed_file`]), when the tree may have
+//! changed: it is opened without following a symlink in its place, and it
+//! must still be the file (device and inode) the walk listed, so a file or
+//! directory swapped for a link out of the tree after listing is not read.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -62,6 +68,50 @@ pub struct Walk {
     /// Entries that could not be walked: unreadable directories, symlink
     /// loops, broken links.
     pub errors: Vec<Issue>,
+    /// What each listed file (by its path in [`Walk::files`]) was when
+    /// listed, for [`read_listed_file`] to check (unix only).
+    pub identities: HashMap<PathBuf, FileIdentity>,
+}
+
+/// What a listed file was when it was listed: its device and inode (of the
+/// file a symlink within the tree led to), and whether its path was such a
+/// symlink. [`read_listed_file`] reads the file only if it is still that one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileIdentity {
+    device: u64,
+    inode: u64,
+    through_link: bool,
+}
+
+impl FileIdentity {
+    /// The identity of the file at `path` now, following a symlink in its
+    /// place (and noting that it did). `None` if it cannot be read, or on a
+    /// platform without inodes.
+    pub fn of(path: &Path) -> Option<Self> {
+        let through_link = std::fs::symlink_metadata(path)
+            .ok()?
+            .file_type()
+            .is_symlink();
+        Self::from_metadata(&std::fs::metadata(path).ok()?, through_link)
+    }
+
+    /// The identity that `metadata` (of the file itself) describes.
+    #[allow(unused_variables)]
+    fn from_metadata(metadata: &std::fs::Metadata, through_link: bool) -> Option<Self> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            Some(Self {
+                device: metadata.dev(),
+                inode: metadata.ino(),
+                through_link,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            None
+        }
+    }
 }
 
 /// Walks `root` as `selection` says.
@@ -72,6 +122,9 @@ pub fn walk_dir(root: &Path, selection: &DirSelection) -> Walk {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if let Some(identity) = FileIdentity::of(root) {
+            walk.identities.insert(root.to_owned(), identity);
+        }
         walk.files.push((uri, root.to_owned()));
         return walk;
     }
@@ -139,6 +192,14 @@ pub fn walk_dir(root: &Path, selection: &DirSelection) -> Walk {
                         reason: "its name is not valid UTF-8 (shown with U+FFFD): not read".into(),
                     });
                 } else if kind.is_file() {
+                    // The metadata of the file a link leads to (the walk
+                    // follows links), as the read will open it.
+                    let identity = entry.metadata().ok().and_then(|meta| {
+                        FileIdentity::from_metadata(&meta, entry.path_is_symlink())
+                    });
+                    if let Some(identity) = identity {
+                        walk.identities.insert(entry.path().to_owned(), identity);
+                    }
                     walk.files.push((uri, entry.into_path()));
                 } else {
                     walk.skipped.push(Issue {
@@ -198,18 +259,35 @@ fn error_path(error: &ignore::Error, root: &Path) -> String {
 /// must still be a regular file (opened without blocking, so a FIFO put in
 /// its place cannot hang the run) of at most `max_bytes` bytes, and it is
 /// read no further than that even if it grows meanwhile.
-pub fn read_listed_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+///
+/// A symlink in its place is not followed (`O_NOFOLLOW`) unless the listed
+/// path was a symlink within the tree already; and when `listed` (what the
+/// listing saw) is known, the file opened must be that one (device and
+/// inode): a file, or a directory on its path, swapped for a link out of
+/// the tree after listing is not read.
+pub fn read_listed_file(
+    path: &Path,
+    listed: Option<FileIdentity>,
+    max_bytes: u64,
+) -> Result<Vec<u8>, String> {
     use std::io::Read as _;
+    let follow = listed.is_some_and(|l| l.through_link);
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NONBLOCK);
+        let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | nofollow);
     }
-    let file = options
-        .open(path)
-        .map_err(|e| format!("cannot be read: {e}"))?;
+    let file = options.open(path).map_err(|e| {
+        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        if !follow && is_link {
+            "is a symbolic link now, not a regular file: not read".to_owned()
+        } else {
+            format!("cannot be read: {e}")
+        }
+    })?;
     let meta = file
         .metadata()
         .map_err(|e| format!("cannot be read: {e}"))?;
@@ -218,6 +296,14 @@ pub fn read_listed_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> 
             "is {} now, not a regular file: not read",
             special_kind(&meta.file_type())
         ));
+    }
+    if let Some(listed) = listed
+        && FileIdentity::from_metadata(&meta, listed.through_link) != Some(listed)
+    {
+        return Err(
+            "is not the file that was listed any more (it, or a directory on its path, was replaced): not read"
+                .into(),
+        );
     }
     let too_large = |size: u64| {
         format!(
@@ -341,6 +427,60 @@ mod tests {
         assert!(
             uris.contains(&"key.txt") && uris.contains(&"secrets/token"),
             "{uris:?}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_listed_file_is_read_only_if_it_is_still_the_one_listed() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("id_rsa"), "PRIVATE KEY").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("a.md"), "a").unwrap();
+        std::fs::write(root.join("b.md"), "b").unwrap();
+        std::fs::write(root.join("c.md"), "c").unwrap();
+        std::os::unix::fs::symlink(root.join("a.md"), root.join("link.md")).unwrap();
+        let walk = walk_dir(root, &DirSelection::new(&SourcesConfig::default()).unwrap());
+        let read = |uri: &str| {
+            let (_, path) = walk.files.iter().find(|(u, _)| u == uri).unwrap();
+            read_listed_file(path, walk.identities.get(path).copied(), 100)
+                .map(|b| String::from_utf8(b).unwrap())
+        };
+        // A link within the tree, as listed, is followed.
+        assert_eq!(read("link.md"), Ok("a".to_owned()));
+        assert_eq!(read("b.md"), Ok("b".to_owned()));
+        // That link pointed elsewhere, a file swapped for a link, a file
+        // replaced by another: not read.
+        let swap = |name: &str| {
+            std::fs::remove_file(root.join(name)).unwrap();
+            std::os::unix::fs::symlink(outside.path().join("id_rsa"), root.join(name)).unwrap();
+        };
+        swap("link.md");
+        swap("b.md");
+        // (Made before the old one goes, so that it cannot reuse its inode.)
+        std::fs::write(root.join("c.md.new"), "another c").unwrap();
+        std::fs::rename(root.join("c.md.new"), root.join("c.md")).unwrap();
+        let listed_again = |name: &str| walk.identities.get(&root.join(name)).copied();
+        assert!(listed_again("c.md").is_some());
+        assert_eq!(
+            read("link.md"),
+            Err("is not the file that was listed any more (it, or a directory on its path, was replaced): not read".into())
+        );
+        assert_eq!(
+            read("b.md"),
+            Err("is a symbolic link now, not a regular file: not read".into())
+        );
+        assert!(
+            read("c.md")
+                .unwrap_err()
+                .contains("not the file that was listed")
+        );
+        // Without the listing's identity, a link in its place is still
+        // refused.
+        assert_eq!(
+            read_listed_file(&root.join("b.md"), None, 100),
+            Err("is a symbolic link now, not a regular file: not read".into())
         );
     }
 }

@@ -22,7 +22,7 @@ mod site;
 
 use std::path::{Path, PathBuf};
 
-pub use dir::{DirSelection, Walk, read_listed_file, walk_dir};
+pub use dir::{DirSelection, FileIdentity, Walk, read_listed_file, walk_dir};
 pub use git::{GitChanges, GitError, GitPolicy, GitRepo, is_safe_relative_path, redact_url};
 pub use site::{CrawlError, CrawledPage, crawl, crawl_with};
 
@@ -51,6 +51,11 @@ impl SourceSpec {
     /// Classifies a command-line argument. `http(s)` URLs ending in `.git`
     /// are repositories; other `http(s)` URLs are sites; anything else
     /// that is not a URL is a path.
+    ///
+    /// A site URL holding a user name or password is refused (they would
+    /// become part of every page's uri; credentials for sites go in
+    /// `crawl.site_credentials`), and no error repeats a password or token
+    /// of `arg`.
     pub fn parse(arg: &str) -> Result<Self, String> {
         let is_git_url = arg.starts_with("git@")
             || arg.starts_with("ssh://")
@@ -62,14 +67,18 @@ impl SourceSpec {
             return Ok(Self::Git(arg.to_owned()));
         }
         if arg.starts_with("http://") || arg.starts_with("https://") {
-            return url::Url::parse(arg)
-                .map(Self::Site)
-                .map_err(|e| format!("{arg} is not a valid URL: {e}"));
+            let url = url::Url::parse(arg)
+                .map_err(|e| format!("{} is not a valid URL: {e}", redact_url(arg)))?;
+            if site::has_userinfo(&url) {
+                return Err(userinfo_refusal(&redact_url(arg)));
+            }
+            return Ok(Self::Site(url));
         }
         let path = Path::new(arg);
         if !path.exists() {
             return Err(format!(
-                "{arg} does not exist (expected a directory, a git URL or an http(s) URL)"
+                "{} does not exist (expected a directory, a git URL or an http(s) URL)",
+                redact_url(arg)
             ));
         }
         Ok(Self::Dir(path.to_owned()))
@@ -117,6 +126,16 @@ impl SourceSpec {
             Self::Site(u) => redact_url(u.as_str()),
         }
     }
+}
+
+/// Why a site URL holding a user name or password (`shown` redacted) is
+/// not crawled, and where credentials go instead.
+pub(crate) fn userinfo_refusal(shown: &str) -> String {
+    format!(
+        "{shown}: a site URL may not hold a user name or password (it would be stored in every crawled page's uri); \
+         give a site's credentials in crawl.site_credentials (origin, username and password_env or password_file, or token_env or token_file: \
+         sent to that origin only); to index a git repository, give its URL ending in .git (https://user:token@host/group/repo.git)"
+    )
 }
 
 /// A directory name for a project's git checkout: the name with anything

@@ -12,6 +12,12 @@
 //! limited in size after decompression and in time; only the media types of
 //! `crawl.content_types` are read. Proxy variables of the environment are
 //! ignored (`crawl.proxy` names one explicitly).
+//!
+//! No user name or password of a URL ever becomes part of a page's URL, an
+//! issue or an error, nor is it sent: a start URL holding one is refused
+//! (credentials go in `crawl.site_credentials`), and userinfo in the site's
+//! own links, sitemaps and redirects is dropped. The credentials of
+//! `crawl.site_credentials` are sent only to requests on the start origin.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -19,11 +25,10 @@ use std::time::Duration;
 
 use indicatif::ProgressBar;
 use url::Url;
-use weft_config::CrawlConfig;
-use weft_config::InvalidSetting;
+use weft_config::{CrawlConfig, InvalidSetting, SiteAuth};
 
 use super::net::{GuardedResolver, Lookup, NetError, NetworkPolicy, SystemLookup};
-use crate::Issue;
+use crate::{Issue, redact_url};
 
 /// At most this many sitemaps are read (one index and the sitemaps it names).
 const MAX_SITEMAPS: usize = 50;
@@ -37,6 +42,10 @@ pub enum CrawlError {
     /// A `[crawl]` setting cannot work.
     #[error(transparent)]
     Setting(#[from] InvalidSetting),
+    /// The start URL holds a user name or password: refused, before
+    /// anything is fetched (the message says where credentials go).
+    #[error("{0}")]
+    Credentials(String),
     /// The start page could not be fetched.
     #[error("start page {url}: {message}")]
     Start {
@@ -75,7 +84,12 @@ pub async fn crawl_with(
     progress: &ProgressBar,
     lookup: Arc<dyn Lookup>,
 ) -> Result<(Vec<CrawledPage>, Vec<Issue>), CrawlError> {
-    let fetcher = Fetcher::new(config, lookup)?;
+    if has_userinfo(start) {
+        return Err(CrawlError::Credentials(crate::userinfo_refusal(
+            &redact_url(start.as_str()),
+        )));
+    }
+    let fetcher = Fetcher::new(config, lookup, start)?;
     let scope = Scope::of(start);
     let robots = match fetcher
         .fetch(
@@ -91,7 +105,7 @@ pub async fn crawl_with(
     let mut queue: VecDeque<(Url, usize)> = VecDeque::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut push = |url: Url, depth: usize, queue: &mut VecDeque<(Url, usize)>| {
-        let mut url = url;
+        let mut url = without_userinfo(url);
         url.set_fragment(None);
         if scope.contains(&url) && seen.insert(url.to_string()) {
             queue.push_back((url, depth));
@@ -104,10 +118,10 @@ pub async fn crawl_with(
     } else {
         let mut same_origin = Vec::new();
         for s in &robots.sitemaps {
-            match Url::parse(s) {
+            match Url::parse(s).map(without_userinfo) {
                 Ok(url) if scope.same_origin(&url) => same_origin.push(url),
                 _ => issues.push(Issue {
-                    uri: s.clone(),
+                    uri: redact_url(s),
                     reason: "sitemap named by robots.txt is not on the crawled origin; not read"
                         .into(),
                 }),
@@ -159,7 +173,7 @@ pub async fn crawl_with(
                 continue;
             }
         };
-        let mut final_url = page.url;
+        let mut final_url = without_userinfo(page.url);
         final_url.set_fragment(None);
         // A redirect to a page already crawled (or queued: it is then
         // crawled once, here).
@@ -176,7 +190,7 @@ pub async fn crawl_with(
         };
         if kind == "html" && depth < config.max_depth {
             for link in links(&final_url, &page.body) {
-                let mut link = link;
+                let mut link = without_userinfo(link);
                 link.set_fragment(None);
                 if scope.contains(&link) && seen.insert(link.to_string()) {
                     queue.push_back((link, depth + 1));
@@ -231,11 +245,18 @@ struct Fetcher {
     max_redirects: usize,
     timeout_secs: u64,
     connect_timeout_secs: u64,
+    /// The credentials of `crawl.site_credentials` for the start origin,
+    /// and that origin: sent to requests on it, and no others.
+    auth: Option<(url::Origin, SiteAuth)>,
 }
 
 impl Fetcher {
-    fn new(config: &CrawlConfig, lookup: Arc<dyn Lookup>) -> Result<Self, CrawlError> {
+    /// A fetcher for a crawl starting at `start`: with the credentials
+    /// `crawl.site_credentials` has for its origin (read now).
+    fn new(config: &CrawlConfig, lookup: Arc<dyn Lookup>, start: &Url) -> Result<Self, CrawlError> {
         let policy = Arc::new(NetworkPolicy::from_config(config)?);
+        let origin = start.origin();
+        let auth = config.site_auth_for(&origin)?.map(|auth| (origin, auth));
         let proxy_host = config
             .proxy
             .as_deref()
@@ -274,28 +295,37 @@ impl Fetcher {
             max_redirects: config.max_redirects,
             timeout_secs: config.timeout_secs,
             connect_timeout_secs: config.connect_timeout_secs,
+            auth,
         })
     }
 
     /// Fetches `url`, following redirects that `in_scope` accepts:
     /// `Ok(None)` for 404/410, else the body of a 2xx response of an
-    /// accepted media type within the size limit.
+    /// accepted media type within the size limit. A user name or password
+    /// in a URL is dropped, never sent; the configured credentials go to
+    /// the start origin only, checked on every hop.
     async fn fetch(
         &self,
         url: &Url,
         in_scope: &(dyn Fn(&Url) -> bool + Sync),
         accept: Accept<'_>,
     ) -> Result<Option<Fetched>, String> {
-        let mut url = url.clone();
+        let mut url = without_userinfo(url.clone());
         let mut redirects = 0;
         loop {
             self.check(&url).await?;
-            let response = self
-                .client
-                .get(url.clone())
-                .send()
-                .await
-                .map_err(|e| self.describe(&e))?;
+            let mut request = self.client.get(url.clone());
+            if let Some((origin, auth)) = &self.auth
+                && url.origin() == *origin
+            {
+                request = match auth {
+                    SiteAuth::Basic { username, password } => {
+                        request.basic_auth(username, Some(password.expose()))
+                    }
+                    SiteAuth::Bearer(token) => request.bearer_auth(token.expose()),
+                };
+            }
+            let response = request.send().await.map_err(|e| self.describe(&e))?;
             let status = response.status();
             if status.is_redirection() {
                 let location = response
@@ -305,7 +335,8 @@ impl Fetcher {
                     .ok_or_else(|| format!("HTTP {status} without a usable Location header"))?;
                 let next = url
                     .join(location)
-                    .map_err(|e| format!("HTTP {status} to {location:?}: {e}"))?;
+                    .map(without_userinfo)
+                    .map_err(|e| format!("HTTP {status} to {:?}: {e}", redact_url(location)))?;
                 if !in_scope(&next) {
                     return Err(format!(
                         "redirects (HTTP {status}) to {next}, outside the crawl's scope; not followed"
@@ -417,6 +448,22 @@ impl Fetcher {
     }
 }
 
+/// Whether `url` holds a user name or password.
+pub(crate) fn has_userinfo(url: &Url) -> bool {
+    !url.username().is_empty() || url.password().is_some()
+}
+
+/// `url` without its user name and password: what a crawled page's URL,
+/// an issue and a request may hold.
+fn without_userinfo(mut url: Url) -> Url {
+    if has_userinfo(&url) {
+        // Only URLs that cannot have a host refuse; crawled ones have one.
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+    }
+    url
+}
+
 /// The body as text, in the charset the content type names (UTF-8 when it
 /// names none), a byte-order mark winning.
 fn decode(body: &[u8], content_type: &str) -> String {
@@ -442,6 +489,7 @@ fn links(base: &Url, html: &str) -> Vec<Url> {
         .filter_map(|a| a.value().attr("href"))
         .filter_map(|href| base.join(href).ok())
         .filter(|u| u.scheme() == "http" || u.scheme() == "https")
+        .map(without_userinfo)
         .collect()
 }
 
@@ -464,7 +512,9 @@ async fn sitemap_urls(fetcher: &Fetcher, scope: &Scope, sitemaps: Vec<Url>) -> V
         };
         let is_index = page.body.contains("<sitemapindex");
         for loc in xml_locs(&page.body) {
-            let Ok(url) = Url::parse(&loc) else { continue };
+            let Ok(url) = Url::parse(&loc).map(without_userinfo) else {
+                continue;
+            };
             if is_index {
                 if may_nest && scope.same_origin(&url) {
                     pending.push_back((url, false));
@@ -663,7 +713,8 @@ mod tests {
             allow_private_networks: vec!["127.0.0.2/32".into()],
             ..Default::default()
         };
-        let fetcher = Fetcher::new(&config, Arc::new(SystemLookup)).unwrap();
+        let start = Url::parse("http://127.0.0.2/").unwrap();
+        let fetcher = Fetcher::new(&config, Arc::new(SystemLookup), &start).unwrap();
         for (n, expected) in [
             (0, "127.0.0.1 is a loopback address"),
             (1, "169.254.169.254 is a link-local address"),
@@ -680,6 +731,117 @@ mod tests {
             assert!(err.contains(expected), "{n}: {err}");
         }
         assert_eq!(target_hits.load(Ordering::SeqCst), 0);
+    }
+
+    /// What a [`recorder`] saw: each request's Host and Authorization.
+    type Seen = Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
+    /// A loopback server answering `/<n>` with a redirect to
+    /// `targets(port)[n]` (200 past the end; `port` is its own), recording
+    /// each request's Host and Authorization headers.
+    fn recorder(targets: impl Fn(u16) -> Vec<String>) -> (u16, Seen) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let targets = targets(port);
+        let seen: Seen = Arc::default();
+        let s = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                let _ = reader.read_line(&mut line);
+                let (mut host, mut auth) = (String::new(), None);
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = header.split_once(':') {
+                        match name.trim().to_ascii_lowercase().as_str() {
+                            "host" => host = value.trim().to_owned(),
+                            "authorization" => auth = Some(value.trim().to_owned()),
+                            _ => {}
+                        }
+                    }
+                }
+                let n: usize = line
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|p| p.trim_start_matches('/').parse().ok())
+                    .unwrap_or(usize::MAX);
+                s.lock().unwrap().push((host, auth));
+                let _ = match targets.get(n) {
+                    Some(location) => write!(
+                        stream,
+                        "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    ),
+                    None => write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                    ),
+                };
+            }
+        });
+        (port, seen)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn site_credentials_go_to_the_start_origin_only_on_every_hop() {
+        let (other, other_seen) = recorder(|_| Vec::new());
+        let (port, seen) = recorder(|port| {
+            vec![
+                format!("http://127.0.0.1:{other}/9"),           // another port
+                "/9".into(),                                     // the same origin
+                format!("http://localhost:{port}/9"),            // another host name
+                format!("http://mallory:pw@127.0.0.1:{port}/9"), // userinfo: dropped
+            ]
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("password");
+        std::fs::write(&file, "S3CRET\n").unwrap();
+        let config = CrawlConfig {
+            allow_private_networks: vec!["127.0.0.0/8".into(), "::1/128".into()],
+            site_credentials: vec![weft_config::SiteCredential {
+                origin: format!("http://127.0.0.1:{port}"),
+                username: Some("alice".into()),
+                password_env: None,
+                password_file: Some(file),
+                token_env: None,
+                token_file: None,
+            }],
+            ..Default::default()
+        };
+        let start = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
+        let fetcher = Fetcher::new(&config, Arc::new(SystemLookup), &start).unwrap();
+        assert!(!format!("{:?}", fetcher.auth).contains("S3CRET"));
+        for n in 0..4 {
+            let url = Url::parse(&format!("http://127.0.0.1:{port}/{n}")).unwrap();
+            let fetched = fetcher.fetch(&url, &|_| true, Accept::Meta).await;
+            assert!(fetched.is_ok(), "{n}: {:?}", fetched.err());
+        }
+        let basic = Some("Basic YWxpY2U6UzNDUkVU".to_owned()); // alice:S3CRET
+        let here = format!("127.0.0.1:{port}");
+        let seen = seen.lock().unwrap().clone();
+        // 0 and its hop; 1 and its hop; 2 and its hop (as localhost); 3 and
+        // its hop (the userinfo dropped: the configured credentials, not
+        // mallory's).
+        assert_eq!(seen.len(), 7, "{seen:?}");
+        for (host, auth) in &seen {
+            if *host == here {
+                assert_eq!(*auth, basic, "{seen:?}");
+            } else {
+                assert_eq!(*auth, None, "sent to {host}: {seen:?}");
+            }
+        }
+        assert!(
+            seen.iter().any(|(h, _)| *h == format!("localhost:{port}")),
+            "{seen:?}"
+        );
+        assert_eq!(
+            other_seen.lock().unwrap().clone(),
+            [(format!("127.0.0.1:{other}"), None)]
+        );
     }
 
     #[test]
