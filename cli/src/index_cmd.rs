@@ -70,6 +70,7 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
             sources,
             RunOptions {
                 rebuild: args.reindex,
+                ..Default::default()
             },
             &progress_bar,
             || {

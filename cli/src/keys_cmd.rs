@@ -39,6 +39,10 @@ struct NewArgs {
     /// Requests per second this key may make (default: query.rate_limit_per_sec).
     #[arg(long, value_name = "N")]
     rate_per_sec: Option<f64>,
+    /// The key may also index (the MCP `index` tool of `weft mcp
+    /// --allow-index`); needs `--project '*'`. Default: it only reads.
+    #[arg(long)]
+    index: bool,
     /// Print JSON for machines instead of text for people.
     #[arg(long)]
     json: bool,
@@ -62,6 +66,14 @@ pub fn run(args: &KeysArgs) -> anyhow::Result<ExitCode> {
     }
     let mut minted = weft_auth::mint(&args.id, args.projects.clone(), args.content_types.clone())?;
     minted.entry.rate_per_sec = args.rate_per_sec;
+    if args.index {
+        if args.projects != ["*"] || !args.content_types.is_empty() {
+            bail!(
+                "--index needs --project '*' and no --content-type: an indexing key writes projects of any name"
+            );
+        }
+        minted.entry.index = true;
+    }
     let entry = toml::to_string(&weft_auth::KeysFile {
         keys: vec![minted.entry.clone()],
     })?;

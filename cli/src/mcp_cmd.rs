@@ -2,17 +2,17 @@
 //! on stdio (the default) or streamable HTTP, answering from the local index
 //! or from a remote `weft-query`. The server itself is `weft_mcp`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use async_trait::async_trait;
 use clap::Args;
-use weft_index::{RunOptions, RunSource};
+use weft_index::{GitTrust, RunOptions, RunSource};
 use weft_mcp::{
-    Backend, BackendError, EmbeddedBackend, EmbeddedParts, GrpcBackend, IndexRunner, McpOptions,
-    PartsProvider, WeftMcp,
+    Backend, BackendError, Caller, EmbeddedBackend, EmbeddedParts, GrpcBackend, IndexRunner,
+    McpOptions, PartsProvider, WeftMcp,
 };
 use weft_sources::SourceSpec;
 use weft_wiring::LiveQuery;
@@ -37,9 +37,16 @@ pub struct McpArgs {
     pub query_url: Option<String>,
 
     /// Offer the `index` tool: the assistant may index paths and URLs into
-    /// the local data directory.
+    /// the local data directory. Over HTTP only keys with `index = true`
+    /// may call it, directories only under an `--index-root`, and git and
+    /// sites only as `[crawl]` allows (public addresses).
     #[arg(long)]
     pub allow_index: bool,
+
+    /// A directory under which HTTP clients of the `index` tool may index
+    /// local paths (repeatable). Without one, they may index no local path.
+    #[arg(long = "index-root", value_name = "DIR", requires = "allow_index")]
+    pub index_roots: Vec<PathBuf>,
 
     /// Token budget of `search` and `get_context` when a call gives none.
     #[arg(long, default_value_t = 2000, value_name = "N")]
@@ -94,6 +101,7 @@ pub fn run(config_file: Option<&Path>, args: &McpArgs) -> anyhow::Result<ExitCod
                         Some(Arc::new(CliIndexer {
                             ctx: ctx.clone(),
                             live: live.clone(),
+                            roots: index_roots(&args.index_roots)?,
                         }) as Arc<dyn IndexRunner>)
                     } else {
                         None
@@ -207,6 +215,41 @@ impl Drop for LocalIndex {
 struct CliIndexer {
     ctx: Arc<Context>,
     live: LocalIndex,
+    /// `--index-root`s, resolved: where remote callers may index paths.
+    roots: Vec<PathBuf>,
+}
+
+/// The `--index-root` directories, resolved (links followed), so that a
+/// path is compared with what it really is.
+fn index_roots(roots: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    roots
+        .iter()
+        .map(|root| {
+            std::fs::canonicalize(root).with_context(|| format!("--index-root {}", root.display()))
+        })
+        .collect()
+}
+
+impl CliIndexer {
+    /// Refuses what a remote caller may not have indexed: a local path
+    /// outside every `--index-root` (resolved, so no link or `..` leads
+    /// out). Git and sites obey `[crawl]` ([`GitTrust::Crawl`]).
+    fn check_remote(&self, spec: &SourceSpec) -> Result<(), String> {
+        let SourceSpec::Dir(path) = spec else {
+            return Ok(());
+        };
+        if self.roots.is_empty() {
+            return Err(
+                "over HTTP, local paths are indexed only under an --index-root of weft mcp".into(),
+            );
+        }
+        let resolved = std::fs::canonicalize(path).map_err(|e| format!("cannot be read: {e}"))?;
+        if self.roots.iter().any(|root| resolved.starts_with(root)) {
+            Ok(())
+        } else {
+            Err("is outside every --index-root of weft mcp: not indexed".into())
+        }
+    }
 }
 
 #[async_trait]
@@ -216,8 +259,16 @@ impl IndexRunner for CliIndexer {
         source: &str,
         project: Option<&str>,
         reindex: bool,
+        caller: Caller,
     ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>> {
         let spec = SourceSpec::parse(source)?;
+        let git = match caller {
+            Caller::Local => GitTrust::Local,
+            Caller::Remote => {
+                self.check_remote(&spec)?;
+                GitTrust::Crawl
+            }
+        };
         let outcome = weft_index::index_sources(
             &self.ctx.config,
             &self.ctx.locations,
@@ -225,7 +276,10 @@ impl IndexRunner for CliIndexer {
                 spec,
                 project: project.map(str::to_owned),
             }],
-            RunOptions { rebuild: reindex },
+            RunOptions {
+                rebuild: reindex,
+                git,
+            },
             &indicatif::ProgressBar::hidden,
             || tracing::info!("waiting for another weft index on the data directory"),
             &mut |_| {},

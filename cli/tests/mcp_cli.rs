@@ -141,9 +141,21 @@ fn an_mcp_client_searches_and_expands_citations_over_stdio_and_http() {
 
 /// Starts `weft mcp --http ADDR` with `envs`; returns the server and its URL.
 fn start_http(data: &Path, addr: &str, envs: &[(&str, &Path)]) -> (Killed, String) {
+    start_http_with(data, addr, &[], envs)
+}
+
+/// Starts `weft mcp --http ADDR ARGS…` with `envs`; returns the server and
+/// its URL.
+fn start_http_with(
+    data: &Path,
+    addr: &str,
+    args: &[&str],
+    envs: &[(&str, &Path)],
+) -> (Killed, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_weft"));
     command
         .args(["mcp", "--http", addr])
+        .args(args)
         .env("WEFT_DATA_DIR", data)
         .env("WEFT_MODEL_DIR", model_dir())
         .env_remove("WEFT__RERANK__KIND")
@@ -249,6 +261,102 @@ fn mcp_over_http_needs_a_key_beyond_loopback_and_reads_only_the_keys_projects() 
         "{report}"
     );
     assert_eq!(report["other_key"], "sees nothing of demo", "{report}");
+}
+
+#[test]
+fn over_http_only_an_indexing_key_indexes_and_only_under_the_index_roots() {
+    let (_tree, data) = indexed();
+    let mut keys = String::new();
+    let mut minted = Vec::new();
+    for (id, index) in [("reader", false), ("indexer", true)] {
+        let mut args = vec!["keys", "new", "--id", id, "--project", "*", "--json"];
+        if index {
+            args.push("--index");
+        }
+        let out = json(&weft(&args, data.path()));
+        keys.push_str(out["entry_toml"].as_str().unwrap());
+        minted.push(out["key"].as_str().unwrap().to_owned());
+    }
+    // An indexing key is for every project: `--index` with one is refused.
+    let refused = weft(
+        &["keys", "new", "--id", "x", "--project", "demo", "--index"],
+        data.path(),
+    );
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--index needs --project '*'"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let keys_file = data.path().join("keys.toml");
+    std::fs::write(&keys_file, keys).unwrap();
+    let roots = tempfile::tempdir().unwrap();
+    let inside = roots.path().join("allowed");
+    std::fs::create_dir_all(&inside).unwrap();
+    std::fs::write(
+        inside.join("notes.md"),
+        "# Notes\n\nThe deploy runs nightly.\n",
+    )
+    .unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.md"), "# Secret\n\nhunter2\n").unwrap();
+    // A link inside the root to the outside leads out: refused too.
+    std::os::unix::fs::symlink(outside.path(), inside.join("escape")).unwrap();
+    let (_server, url) = start_http_with(
+        data.path(),
+        "127.0.0.1:0",
+        &["--allow-index", "--index-root", inside.to_str().unwrap()],
+        &[("WEFT__QUERY__API_KEYS_FILE", &keys_file)],
+    );
+    let report = run_client(
+        &[
+            "indexing",
+            inside.to_str().unwrap(),
+            &url,
+            &minted[0],
+            &minted[1],
+            outside.path().to_str().unwrap(),
+            inside.join("escape").to_str().unwrap(),
+        ],
+        data.path(),
+    );
+    let answers = &report["answers"];
+    assert!(
+        answers["reader"]
+            .as_str()
+            .unwrap()
+            .contains("may not index"),
+        "{report}"
+    );
+    assert!(
+        answers["outside"]
+            .as_str()
+            .unwrap()
+            .contains("outside every --index-root"),
+        "{report}"
+    );
+    assert!(
+        answers["escape"]
+            .as_str()
+            .unwrap()
+            .contains("outside every --index-root"),
+        "{report}"
+    );
+    // git from a remote caller obeys [crawl] (its transports, public
+    // addresses): refused by the policy, which names its setting, not
+    // tried and failed on the connection.
+    assert!(
+        answers["git"]
+            .as_str()
+            .unwrap()
+            .contains("(crawl.git_protocols)")
+            || answers["git"]
+                .as_str()
+                .unwrap()
+                .contains("crawl.allow_private_networks"),
+        "{report}"
+    );
+    assert_eq!(answers["inside"], "indexed", "{report}");
 }
 
 #[test]

@@ -5,6 +5,8 @@ assistant would, and checks what comes back against the fixture files.
     python mcp_client.py http  FIXTURE_ROOT URL
     python mcp_client.py scoped FIXTURE_ROOT URL DEMO_KEY OTHER_KEY DEMO_CHUNK MISSING_CHUNK
         (API keys: demo, another project; chunk ids: one of demo, one nothing has)
+    python mcp_client.py indexing ROOT URL READER_KEY INDEXER_KEY OUTSIDE ESCAPE
+        (weft mcp --allow-index --index-root ROOT; a reading and an indexing key)
 
 Prints one JSON object (what was checked) on the last line of stdout;
 exits non-zero with the failed check's message otherwise.
@@ -200,10 +202,34 @@ async def scoped(url, demo_key, other_key, demo_chunk, missing_chunk, report):
         report["demo_key"] = sorted(uris)
 
 
+async def indexing(url, root, reader_key, indexer_key, outside, escape, report):
+    """Over HTTP, only a key with index = true indexes, only under the roots."""
+    answers = {}
+    async with Client(keyed(url, reader_key)) as client:
+        result = await client.call_tool("index", {"source": root})
+        assert result.is_error, text_of(result)
+        answers["reader"] = text_of(result)
+    async with Client(keyed(url, indexer_key)) as client:
+        for name, source in [
+            ("outside", outside),
+            ("escape", escape),
+            ("git", "http://127.0.0.1:9/org/repo.git"),
+        ]:
+            result = await client.call_tool("index", {"source": source})
+            assert result.is_error, (name, text_of(result))
+            answers[name] = text_of(result)
+        result = await client.call_tool("index", {"source": root, "project": "notes"})
+        assert not result.is_error, text_of(result)
+        answers["inside"] = "indexed"
+    report["answers"] = answers
+
+
 async def main():
     transport, root, target = sys.argv[1], sys.argv[2], sys.argv[3]
     report = {"transport": transport, "citations_checked": []}
-    if transport == "scoped":
+    if transport == "indexing":
+        await indexing(target, root, *sys.argv[4:8], report)
+    elif transport == "scoped":
         await scoped(target, sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7], report)
     elif transport == "stdio":
         env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "WEFT_DATA_DIR", "WEFT_MODEL_DIR", "WEFT_LOG")}

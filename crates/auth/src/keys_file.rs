@@ -32,6 +32,17 @@ pub enum KeysFileError {
         #[source]
         source: std::io::Error,
     },
+    /// Anyone may write it: whoever can add a line there holds a key.
+    #[error(
+        "query.api_keys_file {path}: others may write it (mode {mode:o}); \
+         an API keys file must be writable by its owner only (chmod o-w)"
+    )]
+    WorldWritable {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// It is not a keys file. The message never quotes the file's text.
     #[error("query.api_keys_file {path}: {message}")]
     Invalid {
@@ -74,6 +85,11 @@ pub struct KeyEntry {
     /// rounded up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst: Option<u32>,
+    /// May index (the MCP `index` tool of `weft mcp --allow-index`), not
+    /// only read: a permission of its own, off unless set. Only a key for
+    /// every project and content type may hold it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub index: bool,
 }
 
 /// `sha256(salt ‖ key)`.
@@ -133,6 +149,12 @@ impl Key {
             types.dedup();
             Some(types)
         };
+        if entry.index && (projects.is_some() || content_types.is_some()) {
+            return Err(format!(
+                "key {id:?}: index = true needs projects = [\"*\"] and every content type \
+                 (an indexing key writes projects of any name)"
+            ));
+        }
         let rate = match (entry.rate_per_sec, entry.burst) {
             (Some(rate), _) if !(rate.is_finite() && rate > 0.0) => {
                 return Err(format!("key {id:?}: rate_per_sec must be positive"));
@@ -149,6 +171,7 @@ impl Key {
                 key_id: Some(id.clone()),
                 projects,
                 content_types,
+                may_index: entry.index,
             },
             rate,
         })
@@ -208,6 +231,14 @@ mod tests {
         let keys = parse_keys(Path::new("query-keys.toml"), text).unwrap();
         assert_eq!(keys.len(), 1);
         assert!(keys[0].matches(key));
-        assert_eq!(keys[0].scope.projects, None);
+        // Scoped to the example organisation's projects, never `*`.
+        let org = include_str!("../../../deploy/k8s/base/org.toml");
+        let projects: BTreeSet<String> = org
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("project = "))
+            .map(|p| p.trim_matches('"').to_owned())
+            .collect();
+        assert!(!projects.is_empty(), "base/org.toml names projects");
+        assert_eq!(keys[0].scope.projects, Some(projects));
     }
 }

@@ -45,6 +45,7 @@ pub fn mint(
         sha256: hex::encode(digest(&salt, &key)),
         rate_per_sec: None,
         burst: None,
+        index: false,
     };
     // The same checks as a file's.
     Key::from_entry(&entry).map_err(|message| KeysFileError::Invalid {

@@ -21,6 +21,9 @@ pub struct Scope {
     pub projects: Option<BTreeSet<String>>,
     /// The content types; `None`: all.
     pub content_types: Option<Vec<ContentType>>,
+    /// May index (write), not only read: a key's `index = true`, or a
+    /// caller no key is asked of.
+    pub may_index: bool,
 }
 
 impl Scope {
@@ -30,6 +33,7 @@ impl Scope {
             key_id: None,
             projects: None,
             content_types: None,
+            may_index: true,
         }
     }
 
@@ -39,6 +43,7 @@ impl Scope {
             key_id: None,
             projects: Some(BTreeSet::new()),
             content_types: Some(Vec::new()),
+            may_index: false,
         }
     }
 
@@ -156,6 +161,7 @@ mod tests {
             key_id: Some("k".into()),
             projects: Some(BTreeSet::from(["a".to_owned(), "b".to_owned()])),
             content_types: Some(vec![ContentType::Prose]),
+            may_index: false,
         };
         let mut filter = SearchFilter::default();
         scope.restrict(&mut filter).unwrap();

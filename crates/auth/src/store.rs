@@ -32,6 +32,7 @@ impl KeyStore {
     /// Reads the keys file at `path`; `default_rate` applies to keys that
     /// set no rate of their own.
     pub fn open(path: &Path, default_rate: Option<RateLimit>) -> Result<Self, KeysFileError> {
+        check_permissions(path)?;
         let text = std::fs::read_to_string(path).map_err(|source| KeysFileError::Read {
             path: path.to_owned(),
             source,
@@ -65,6 +66,7 @@ impl KeyStore {
     /// keys were replaced. A file that cannot be read or parsed leaves the
     /// keys in force (the error says why).
     pub async fn reload(&self) -> Result<bool, KeysFileError> {
+        check_permissions(&self.path)?;
         let text = tokio::fs::read_to_string(&self.path)
             .await
             .map_err(|source| KeysFileError::Read {
@@ -137,6 +139,38 @@ impl KeyStore {
     }
 }
 
+/// Refuses a keys file others may write (anyone who can add a line holds
+/// a key); warns when its group may. Kubernetes mounts a Secret's files
+/// read-only (mode 0644 by default): they pass.
+fn check_permissions(path: &Path) -> Result<(), KeysFileError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path)
+            .map_err(|source| KeysFileError::Read {
+                path: path.to_owned(),
+                source,
+            })?
+            .permissions()
+            .mode()
+            & 0o7777;
+        if mode & 0o002 != 0 {
+            return Err(KeysFileError::WorldWritable {
+                path: path.to_owned(),
+                mode,
+            });
+        }
+        if mode & 0o020 != 0 {
+            tracing::warn!(
+                file = %path.display(),
+                mode = format!("{mode:o}"),
+                "the API keys file is writable by its group: whoever is in it can add a key (chmod g-w)"
+            );
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use std::collections::BTreeSet;
@@ -188,6 +222,46 @@ pub(crate) mod tests {
         })
         .unwrap();
         assert!(!text.contains(&a.key[KEY_PREFIX.len()..]));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_keys_file_others_may_write_is_refused_at_start_and_on_reload() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let minted = mint("a", vec!["p".into()], vec![]).unwrap();
+        let (dir, store) = store_with(vec![minted.entry.clone()], None);
+        let path = dir.path().join("keys.toml");
+        let chmod =
+            |mode| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        chmod(0o666);
+        let refused = KeyStore::open(&path, None).err().expect("refused");
+        assert!(
+            matches!(refused, KeysFileError::WorldWritable { mode: 0o666, .. }),
+            "{refused:?}"
+        );
+        assert!(refused.to_string().contains("chmod o-w"), "{refused}");
+        // A reload refuses it too, and the keys in force stay.
+        let other = mint("b", vec!["p".into()], vec![]).unwrap();
+        std::fs::write(
+            &path,
+            toml::to_string(&KeysFile {
+                keys: vec![other.entry],
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        chmod(0o646);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert!(runtime.block_on(store.reload()).is_err());
+        assert!(store.authenticate(&minted.key).is_ok());
+        assert!(store.authenticate(&other.key).is_err());
+        // Writable by its group: accepted (with a warning); by its owner only: accepted.
+        chmod(0o660);
+        assert!(KeyStore::open(&path, None).is_ok());
+        chmod(0o600);
+        assert!(KeyStore::open(&path, None).is_ok());
     }
 
     #[test]

@@ -42,6 +42,34 @@ pub struct RunOptions {
     /// model than the live generation's, every project the data directory
     /// holds is indexed again, from the source it was indexed from.
     pub rebuild: bool,
+    /// Whose git the run trusts: the user's own (`weft index`), or only
+    /// what `[crawl]` allows (sources a remote caller names).
+    pub git: GitTrust,
+}
+
+/// Which git a run's sources may use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GitTrust {
+    /// The user's own git on their own machine: any transport, any
+    /// address, their ssh and proxies ([`weft_sources::GitPolicy::local`]).
+    #[default]
+    Local,
+    /// Only what `[crawl]` allows, as the distributed crawler: its
+    /// `git_protocols`, public addresses (unless `allow_private_networks`
+    /// lists them), its proxy. For sources named by a remote caller (the
+    /// MCP `index` tool over HTTP).
+    Crawl,
+}
+
+impl GitTrust {
+    /// The git policy of this trust under `config`.
+    fn policy(self, config: &WeftConfig) -> Result<weft_sources::GitPolicy, RunError> {
+        match self {
+            GitTrust::Local => Ok(weft_sources::GitPolicy::local()),
+            GitTrust::Crawl => weft_sources::GitPolicy::from_crawl_config(&config.crawl)
+                .map_err(|e| RunError::Setting(e.to_string())),
+        }
+    }
 }
 
 /// What happened to the generations.
@@ -107,6 +135,9 @@ pub enum RunError {
     /// A store failed.
     #[error(transparent)]
     Port(#[from] PortError),
+    /// A setting the run needs is invalid.
+    #[error("{0}")]
+    Setting(String),
     /// The indexer could not be set up.
     #[error(transparent)]
     Index(#[from] IndexError),
@@ -262,7 +293,8 @@ impl EmbeddedRun<'_> {
             embedder,
             self.config,
             self.data.sources_dir(),
-        )?;
+        )?
+        .with_git_policy(options.git.policy(self.config)?);
         let reindex = options.rebuild && !self.model_changed;
         index_each(
             &indexer,
@@ -524,7 +556,8 @@ async fn in_place(
     let catalog = Arc::new(data.open_catalog()?);
     let (stores, embedder, _) =
         wiring::open_for_writing(config, locations, catalog, Load::WhenNeeded).await?;
-    let indexer = Indexer::new(stores, embedder, config, data.sources_dir())?;
+    let indexer = Indexer::new(stores, embedder, config, data.sources_dir())?
+        .with_git_policy(options.git.policy(config)?);
     let mut outcome = RunOutcome::default();
     index_each(
         &indexer,

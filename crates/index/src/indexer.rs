@@ -245,6 +245,13 @@ impl Indexer {
         })
     }
 
+    /// The same indexer, with git limited to what `policy` allows
+    /// ([`ChangePlanner::with_git_policy`]).
+    pub fn with_git_policy(mut self, policy: weft_sources::GitPolicy) -> Self {
+        self.planner = self.planner.with_git_policy(policy);
+        self
+    }
+
     /// The catalog runs are planned with and recorded in.
     pub fn catalog(&self) -> &Arc<dyn Catalog> {
         match &self.target {

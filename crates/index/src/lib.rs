@@ -45,7 +45,7 @@ pub use changes::{
 };
 pub use generations::{GenerationManager, GenerationStores, GenerationsError};
 pub use index_run::{
-    GenerationOutcome, RunError, RunOptions, RunOutcome, RunSource, index_sources,
+    GenerationOutcome, GitTrust, RunError, RunOptions, RunOutcome, RunSource, index_sources,
 };
 pub use indexer::{IndexError, IndexOptions, IndexSummary, Indexer, OpenIndexes};
 pub use weft_sources::Issue;

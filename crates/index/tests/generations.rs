@@ -61,7 +61,10 @@ async fn run_sources(
         config,
         locations,
         sources,
-        RunOptions { rebuild },
+        RunOptions {
+            rebuild,
+            ..Default::default()
+        },
         &indicatif::ProgressBar::hidden,
         || {},
         &mut |_| {},

@@ -59,7 +59,18 @@ pub trait IndexRunner: Send + Sync {
         source: &str,
         project: Option<&str>,
         reindex: bool,
+        caller: Caller,
     ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>>;
+}
+
+/// Who asks for an index run, for what the runner may reach on their behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// The user who started `weft mcp` on stdio: their own files and git.
+    Local,
+    /// A client over HTTP: only directories under configured roots, and
+    /// git and sites as `[crawl]` allows (public addresses).
+    Remote,
 }
 
 /// How the server behaves.
@@ -515,7 +526,11 @@ impl WeftMcp {
         Parameters(p): Parameters<IndexParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(self.index_tool(p, &scope_of(&ctx)).await, "index")
+        let caller = match ctx.extensions.get::<axum::http::request::Parts>() {
+            Some(_) => Caller::Remote,
+            None => Caller::Local,
+        };
+        answer(self.index_tool(p, &scope_of(&ctx), caller).await, "index")
     }
 }
 
@@ -747,13 +762,15 @@ impl WeftMcp {
         Ok(result)
     }
 
-    async fn index_tool(&self, p: IndexParams, scope: &Scope) -> ToolResult {
+    async fn index_tool(&self, p: IndexParams, scope: &Scope, caller: Caller) -> ToolResult {
         let indexer = self.indexer.as_ref().ok_or_else(|| {
             ToolError("indexing is off: start weft mcp with --allow-index".into())
         })?;
-        if scope.projects.is_some() || scope.content_types.is_some() {
+        // Reading is not writing: a key indexes only with `index = true`
+        // (`weft keys new --index`), which needs every project.
+        if !scope.may_index || scope.projects.is_some() || scope.content_types.is_some() {
             return Err(ToolError(
-                "this API key is limited to some projects or content types: it may not index"
+                "this API key may not index (its entry needs index = true: weft keys new --index)"
                     .into(),
             ));
         }
@@ -768,9 +785,15 @@ impl WeftMcp {
                 p.source.trim(),
                 p.project.as_deref(),
                 p.reindex.unwrap_or(false),
+                caller,
             )
             .await
-            .map_err(|e| ToolError(format!("{}: {e}", p.source)))?;
+            .map_err(|e| {
+                // The whole cause: what refused the source, not only that
+                // it could not be read.
+                let cause = weft_core::error_chain(&*e);
+                ToolError(format!("{}: {cause}", p.source))
+            })?;
         let text = format!(
             "Indexed {}.\n{}",
             p.source,
