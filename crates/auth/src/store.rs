@@ -234,7 +234,9 @@ pub(crate) mod tests {
         let chmod =
             |mode| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
         chmod(0o666);
-        let refused = KeyStore::open(&path, None).err().expect("refused");
+        let Err(refused) = KeyStore::open(&path, None) else {
+            panic!("a world-writable keys file was accepted");
+        };
         assert!(
             matches!(refused, KeysFileError::WorldWritable { mode: 0o666, .. }),
             "{refused:?}"

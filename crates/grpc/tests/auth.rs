@@ -952,7 +952,7 @@ async fn search_with(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callers_are_authenticated_before_their_message_is_read() {
     let alpha = auth::mint("alpha-reader", vec!["alpha".into()], vec![]).unwrap();
-    let fixture = serve(&[alpha.entry.clone()], Default::default()).await;
+    let fixture = serve(std::slice::from_ref(&alpha.entry), Default::default()).await;
     let undecodable = NotASearch {
         query: 1,
         padding: Vec::new(),
