@@ -23,6 +23,12 @@ pub struct QueryServiceConfig {
     /// (RESOURCE_EXHAUSTED) before it is decoded. The largest request the
     /// other bounds allow is well under 100 KB.
     pub max_request_bytes: usize,
+    /// Connections the port holds open at once: past it, a new connection
+    /// is closed on arrival, before anything of it is read (callers that
+    /// never authenticate cannot hold memory and descriptors without bound).
+    pub max_connections: usize,
+    /// Requests in flight on one connection (HTTP/2 streams); more wait.
+    pub max_streams_per_connection: u32,
     /// Longest query text a search may send, in characters; longer ones are
     /// refused (INVALID_ARGUMENT naming `query`). The model reads at most
     /// its first few hundred tokens anyway.
@@ -89,6 +95,8 @@ impl Default for QueryServiceConfig {
             request_timeout_secs: 30,
             max_message_bytes: 16 * 1024 * 1024,
             max_request_bytes: 1024 * 1024,
+            max_connections: 1024,
+            max_streams_per_connection: 64,
             max_query_chars: weft_core::query::MAX_QUERY_CHARS,
             max_limit: weft_core::query::MAX_LIMIT as u32,
             auth: None,
@@ -116,6 +124,12 @@ impl QueryServiceConfig {
         }
         if self.max_request_bytes < 1024 {
             return bad("query.max_request_bytes", "must be at least 1024");
+        }
+        if self.max_connections == 0 {
+            return bad("query.max_connections", "must be at least 1");
+        }
+        if self.max_streams_per_connection == 0 {
+            return bad("query.max_streams_per_connection", "must be at least 1");
         }
         self.validate_security()
     }

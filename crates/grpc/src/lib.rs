@@ -26,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+pub mod connections;
 pub mod deadline;
 pub mod status;
 pub mod tls;
@@ -549,6 +550,10 @@ pub struct ServeOptions {
     pub max_message_bytes: usize,
     /// Largest request message: a bigger one is refused before it is read.
     pub max_request_bytes: usize,
+    /// Connections open at once; more are closed on arrival ([`connections`]).
+    pub max_connections: usize,
+    /// Requests in flight on one connection (HTTP/2 streams).
+    pub max_streams_per_connection: u32,
     /// How often the API keys file is checked for changes.
     pub keys_reload: Duration,
     /// TLS (and client certificates) of the gRPC port: [`tls::from_config`].
@@ -562,6 +567,8 @@ impl ServeOptions {
             request_timeout: Duration::from_secs(config.request_timeout_secs),
             max_message_bytes: config.max_message_bytes,
             max_request_bytes: config.max_request_bytes,
+            max_connections: config.max_connections,
+            max_streams_per_connection: config.max_streams_per_connection,
             keys_reload: Duration::from_secs(config.api_keys_reload_secs),
             tls: None,
         }
@@ -618,8 +625,15 @@ pub async fn serve(
     );
     // No Nagle delay: a small answer would otherwise wait ~40 ms for the
     // client's delayed ACK (measured: a 1 ms search answered in 43 ms).
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    let mut builder = tonic::transport::Server::builder();
+    let incoming = connections::limit(
+        tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+        options.max_connections,
+    );
+    // At most this many requests in flight per connection (HTTP/2
+    // streams): one caller's connection cannot take every worker.
+    let mut builder = tonic::transport::Server::builder()
+        .max_concurrent_streams(options.max_streams_per_connection)
+        .concurrency_limit_per_connection(options.max_streams_per_connection as usize);
     if let Some(tls) = &options.tls {
         builder = builder.tls_config(tls.clone())?;
     }

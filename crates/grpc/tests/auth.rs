@@ -1033,3 +1033,69 @@ async fn the_query_embedding_cache_tells_no_key_what_another_asked() {
     assert!(alpha_again.cached_embedding, "a key's own repeat is cached");
     fixture.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_max_connections_new_connections_are_closed_until_one_ends() {
+    let alpha = auth::mint("alpha-reader", vec!["alpha".into()], vec![]).unwrap();
+    let fixture = serve(
+        std::slice::from_ref(&alpha.entry),
+        weft_config::QueryServiceConfig {
+            max_connections: 2,
+            ..Default::default()
+        },
+    )
+    .await;
+    let call = |channel: Channel| {
+        let key = alpha.key.clone();
+        async move {
+            QueryServiceClient::new(channel)
+                .search(with_key(search("certificates", &["alpha"]), Some(&key)))
+                .await
+        }
+    };
+    // Two connections that never authenticate hold both slots.
+    let idle: Vec<tokio::net::TcpStream> = vec![
+        tokio::net::TcpStream::connect(fixture.addr).await.unwrap(),
+        tokio::net::TcpStream::connect(fixture.addr).await.unwrap(),
+    ];
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let refused = match Endpoint::from_shared(format!("http://{}", fixture.addr))
+        .unwrap()
+        .connect()
+        .await
+    {
+        Err(e) => format!("connect: {e}"),
+        Ok(channel) => match call(channel).await {
+            // The connection closed under the client: tonic says
+            // UNAVAILABLE or CANCELLED ("connection was not ready").
+            Err(status) => {
+                assert!(
+                    matches!(status.code(), Code::Unavailable | Code::Cancelled),
+                    "{status:?}"
+                );
+                format!("{status:?}")
+            }
+            Ok(_) => panic!("a third connection was served past query.max_connections = 2"),
+        },
+    };
+    println!("third connection: {refused}");
+    // One of them ends: a new connection is served again.
+    drop(idle);
+    let started = Instant::now();
+    loop {
+        if let Ok(channel) = Endpoint::from_shared(format!("http://{}", fixture.addr))
+            .unwrap()
+            .connect()
+            .await
+            && call(channel).await.is_ok()
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no connection served after the others closed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    fixture.stop().await;
+}
