@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use serde_json::json;
 use weft_core::ContentType;
@@ -67,12 +67,9 @@ pub fn run(args: &KeysArgs) -> anyhow::Result<ExitCode> {
     let mut minted = weft_auth::mint(&args.id, args.projects.clone(), args.content_types.clone())?;
     minted.entry.rate_per_sec = args.rate_per_sec;
     if args.index {
-        if args.projects != ["*"] || !args.content_types.is_empty() {
-            bail!(
-                "--index needs --project '*' and no --content-type: an indexing key writes projects of any name"
-            );
-        }
         minted.entry.index = true;
+        // The keys file's rule: an indexing key reads every project.
+        minted.entry.check().context("--index")?;
     }
     let entry = toml::to_string(&weft_auth::KeysFile {
         keys: vec![minted.entry.clone()],

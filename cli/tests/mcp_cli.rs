@@ -277,14 +277,15 @@ fn over_http_only_an_indexing_key_indexes_and_only_under_the_index_roots() {
         keys.push_str(out["entry_toml"].as_str().unwrap());
         minted.push(out["key"].as_str().unwrap().to_owned());
     }
-    // An indexing key is for every project: `--index` with one is refused.
+    // An indexing key is for every project: `--index` with one is refused,
+    // by the keys file's own rule.
     let refused = weft(
         &["keys", "new", "--id", "x", "--project", "demo", "--index"],
         data.path(),
     );
     assert!(!refused.status.success());
     assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("--index needs --project '*'"),
+        String::from_utf8_lossy(&refused.stderr).contains("index = true needs projects = [\"*\"]"),
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );

@@ -47,10 +47,19 @@ pub fn mint(
         burst: None,
         index: false,
     };
-    // The same checks as a file's.
-    Key::from_entry(&entry).map_err(|message| KeysFileError::Invalid {
-        path: PathBuf::from("(new key)"),
-        message,
-    })?;
+    entry.check()?;
     Ok(Minted { key, entry })
+}
+
+impl KeyEntry {
+    /// The checks a keys file's entry passes (`index` only with every
+    /// project, a valid rate, …), for an entry made or changed here.
+    pub fn check(&self) -> Result<(), KeysFileError> {
+        Key::from_entry(self)
+            .map(drop)
+            .map_err(|message| KeysFileError::Invalid {
+                path: PathBuf::from("(new key)"),
+                message,
+            })
+    }
 }

@@ -425,13 +425,21 @@ fn revisions_of(projects: Vec<ProjectInfo>) -> HashMap<String, String> {
 /// so a request that did not pass it reads nothing); over stdio, whose
 /// caller is the process's owner, everything.
 fn scope_of(ctx: &RequestContext<RoleServer>) -> Scope {
+    caller_of(ctx).0
+}
+
+/// The caller's scope ([`scope_of`]) and whether they came over HTTP.
+fn caller_of(ctx: &RequestContext<RoleServer>) -> (Scope, Caller) {
     match ctx.extensions.get::<axum::http::request::Parts>() {
-        None => Scope::everything(),
-        Some(parts) => parts
-            .extensions
-            .get::<Scope>()
-            .cloned()
-            .unwrap_or_else(Scope::nothing),
+        None => (Scope::everything(), Caller::Local),
+        Some(parts) => (
+            parts
+                .extensions
+                .get::<Scope>()
+                .cloned()
+                .unwrap_or_else(Scope::nothing),
+            Caller::Remote,
+        ),
     }
 }
 
@@ -526,11 +534,8 @@ impl WeftMcp {
         Parameters(p): Parameters<IndexParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = match ctx.extensions.get::<axum::http::request::Parts>() {
-            Some(_) => Caller::Remote,
-            None => Caller::Local,
-        };
-        answer(self.index_tool(p, &scope_of(&ctx), caller).await, "index")
+        let (scope, caller) = caller_of(&ctx);
+        answer(self.index_tool(p, &scope, caller).await, "index")
     }
 }
 
@@ -767,8 +772,9 @@ impl WeftMcp {
             ToolError("indexing is off: start weft mcp with --allow-index".into())
         })?;
         // Reading is not writing: a key indexes only with `index = true`
-        // (`weft keys new --index`), which needs every project.
-        if !scope.may_index || scope.projects.is_some() || scope.content_types.is_some() {
+        // (`weft keys new --index`), which the keys file allows only with
+        // every project.
+        if !scope.may_index {
             return Err(ToolError(
                 "this API key may not index (its entry needs index = true: weft keys new --index)"
                     .into(),
