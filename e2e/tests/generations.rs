@@ -6,9 +6,15 @@
 //! are all of that generation's cut), answers after the switch come from
 //! the new generation, and the old one is removed after the grace period.
 //!
-//! The stores are the embedded ones in a shared data directory; with
-//! `WEFT_TEST_QDRANT_URL` and `WEFT_TEST_MEILI_URL` set, Qdrant and
-//! Meilisearch servers (collections and indexes named for this run).
+//! One test per combination of `[stores]`, one generation rule for all:
+//! embedded × embedded (a shared data directory) always runs; Qdrant
+//! vectors with the embedded text index runs when `WEFT_TEST_QDRANT_URL` is
+//! set, embedded vectors with Meilisearch when `WEFT_TEST_MEILI_URL` is,
+//! both servers when both are (collections and indexes named for the run;
+//! keys from `WEFT_TEST_QDRANT_API_KEY` / `WEFT_TEST_MEILI_API_KEY`). The
+//! query service reads with Qdrant's read-only key
+//! (`WEFT_TEST_QDRANT_READ_API_KEY`) and Meilisearch's search-only key
+//! (`WEFT_TEST_MEILI_SEARCH_KEY`) when they are given.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -74,44 +80,146 @@ struct Answer {
     generation: u32,
     chunks: Vec<CutChunk>,
     at: Instant,
+    took: Duration,
 }
 
-/// Server stores named for this run, when the test servers are given.
-fn server_stores() -> Vec<(&'static str, String)> {
-    match (
-        std::env::var("WEFT_TEST_QDRANT_URL"),
-        std::env::var("WEFT_TEST_MEILI_URL"),
-    ) {
-        (Ok(qdrant), Ok(meili)) => {
-            let name = format!("weft-e2e-gens-{}", std::process::id());
-            let mut env = vec![
+/// The combinations of `[stores]` a rebuild is run over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stores {
+    /// Both indexes embedded in the shared data directory.
+    Embedded,
+    /// Vectors in Qdrant, the text index embedded.
+    QdrantVectors,
+    /// Vectors embedded, text in Meilisearch.
+    MeiliText,
+    /// Both on servers.
+    Servers,
+}
+
+/// The settings of a run over some stores: for every process, and for the
+/// query service alone (its read-only keys); and what it leaves on the
+/// servers.
+struct StoreEnv {
+    all: Vec<(&'static str, String)>,
+    query: Vec<(&'static str, String)>,
+    names: Vec<String>,
+}
+
+fn set(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+impl Stores {
+    fn label(self) -> &'static str {
+        match self {
+            Stores::Embedded => "embedded vectors, embedded text",
+            Stores::QdrantVectors => "Qdrant vectors, embedded text",
+            Stores::MeiliText => "embedded vectors, Meilisearch text",
+            Stores::Servers => "Qdrant vectors, Meilisearch text",
+        }
+    }
+
+    /// The run's settings, or `None` (and a line saying so) when a server
+    /// it needs is not given.
+    fn env(self) -> Option<StoreEnv> {
+        let (qdrant, meili) = match self {
+            Stores::Embedded => (false, false),
+            Stores::QdrantVectors => (true, false),
+            Stores::MeiliText => (false, true),
+            Stores::Servers => (true, true),
+        };
+        let name = format!("weft-e2e-gens-{}-{}", std::process::id(), self as u8);
+        let mut env = StoreEnv {
+            all: Vec::new(),
+            query: Vec::new(),
+            names: Vec::new(),
+        };
+        if qdrant {
+            let Some(url) = set("WEFT_TEST_QDRANT_URL") else {
+                eprintln!("skipped ({}): set WEFT_TEST_QDRANT_URL", self.label());
+                return None;
+            };
+            env.all.extend([
                 ("WEFT__STORES__VECTOR", "qdrant".to_owned()),
-                ("WEFT__STORES__TEXT", "meilisearch".to_owned()),
-                ("WEFT__STORES__QDRANT_URL", qdrant),
-                ("WEFT__STORES__MEILI_URL", meili),
+                ("WEFT__STORES__QDRANT_URL", url),
                 ("WEFT__STORES__QDRANT_COLLECTION", name.clone()),
-                ("WEFT__STORES__MEILI_INDEX", name),
-            ];
-            if std::env::var("WEFT_TEST_QDRANT_API_KEY").is_ok() {
-                env.push((
+            ]);
+            if set("WEFT_TEST_QDRANT_API_KEY").is_some() {
+                env.all.push((
                     "WEFT__STORES__QDRANT_API_KEY_ENV",
                     "WEFT_TEST_QDRANT_API_KEY".into(),
                 ));
             }
-            if std::env::var("WEFT_TEST_MEILI_API_KEY").is_ok() {
-                env.push((
+            if set("WEFT_TEST_QDRANT_READ_API_KEY").is_some() {
+                env.query.push((
+                    "WEFT__STORES__QDRANT_API_KEY_ENV",
+                    "WEFT_TEST_QDRANT_READ_API_KEY".into(),
+                ));
+            }
+            env.names.push(format!("Qdrant collection {name}_g1"));
+        }
+        if meili {
+            let Some(url) = set("WEFT_TEST_MEILI_URL") else {
+                eprintln!("skipped ({}): set WEFT_TEST_MEILI_URL", self.label());
+                return None;
+            };
+            env.all.extend([
+                ("WEFT__STORES__TEXT", "meilisearch".to_owned()),
+                ("WEFT__STORES__MEILI_URL", url),
+                ("WEFT__STORES__MEILI_INDEX", name.clone()),
+            ]);
+            if set("WEFT_TEST_MEILI_API_KEY").is_some() {
+                env.all.push((
                     "WEFT__STORES__MEILI_API_KEY_ENV",
                     "WEFT_TEST_MEILI_API_KEY".into(),
                 ));
             }
-            env
+            if set("WEFT_TEST_MEILI_SEARCH_KEY").is_some() {
+                env.query.push((
+                    "WEFT__STORES__MEILI_SEARCH_KEY_ENV",
+                    "WEFT_TEST_MEILI_SEARCH_KEY".into(),
+                ));
+            }
+            env.names.push(format!("Meilisearch index {name}_g1"));
         }
-        _ => Vec::new(),
+        Some(env)
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rebuild_switches_generations_under_a_query_loop() {
+    rebuild_under_a_query_loop(Stores::Embedded).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_switches_generations_with_qdrant_vectors_and_embedded_text() {
+    rebuild_under_a_query_loop(Stores::QdrantVectors).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_switches_generations_with_embedded_vectors_and_meilisearch_text() {
+    rebuild_under_a_query_loop(Stores::MeiliText).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_switches_generations_with_qdrant_and_meilisearch() {
+    rebuild_under_a_query_loop(Stores::Servers).await;
+}
+
+/// The `p`-th quantile of `took`, in milliseconds.
+fn percentile(took: &mut [Duration], p: f64) -> f64 {
+    if took.is_empty() {
+        return f64::NAN;
+    }
+    took.sort();
+    let at = ((took.len() as f64 - 1.0) * p).round() as usize;
+    took[at].as_secs_f64() * 1000.0
+}
+
+async fn rebuild_under_a_query_loop(stores: Stores) {
+    let Some(store_env) = stores.env() else {
+        return;
+    };
     let nats = NatsServer::start();
     let tree = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
@@ -122,15 +230,7 @@ async fn a_rebuild_switches_generations_under_a_query_loop() {
     assert!(old_cut.len() >= 4 * FILES);
     assert_eq!(new_cut.len(), FILES);
 
-    let servers = server_stores();
-    eprintln!(
-        "stores: {}",
-        if servers.is_empty() {
-            "embedded".to_owned()
-        } else {
-            format!("{servers:?}")
-        }
-    );
+    eprintln!("stores: {}", stores.label());
     let mut common = vec![
         ("WEFT__NATS__URL", nats.url()),
         ("WEFT__NATS__ACK_WAIT_SECS", "10".to_owned()),
@@ -139,7 +239,7 @@ async fn a_rebuild_switches_generations_under_a_query_loop() {
         ("WEFT__GENERATIONS__GRACE_SECS", "2".to_owned()),
         ("WEFT__CHUNKING__CODE__MAX_CHARS", "6000".to_owned()),
     ];
-    common.extend(servers.iter().cloned());
+    common.extend(store_env.all.iter().cloned());
     let with = |extra: &[(&'static str, &str)]| {
         let mut env = common.clone();
         env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
@@ -164,7 +264,9 @@ async fn a_rebuild_switches_generations_under_a_query_loop() {
         Duration::from_secs(600),
     )
     .await;
-    let (mut query, mut client) = start_query(&common, logs.path()).await;
+    let mut query_env = common.clone();
+    query_env.extend(store_env.query.iter().cloned());
+    let (mut query, mut client) = start_query(&query_env, logs.path()).await;
 
     let answers: Arc<Mutex<Vec<Answer>>> = Arc::default();
     let failures: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -187,6 +289,7 @@ async fn a_rebuild_switches_generations_under_a_query_loop() {
                     ..Default::default()
                 };
                 i += 1;
+                let started = Instant::now();
                 match client.search(request).await {
                     Ok(response) => {
                         let response = response.into_inner();
@@ -207,6 +310,7 @@ async fn a_rebuild_switches_generations_under_a_query_loop() {
                             generation: response.generation,
                             chunks,
                             at: Instant::now(),
+                            took: started.elapsed(),
                         });
                     }
                     Err(status) => failures.lock().unwrap().push(status.to_string()),
@@ -214,6 +318,10 @@ async fn a_rebuild_switches_generations_under_a_query_loop() {
             }
         })
     };
+
+    // Queries before the rebuild, for the latency it is compared with.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rebuild_started = Instant::now();
 
     // The rebuild cuts the other way: the chunkers are restarted with the
     // crawler's new chunking settings, as an operator rolls them out.
@@ -292,7 +400,20 @@ async fn a_rebuild_switches_generations_under_a_query_loop() {
         .map(|g| g["number"].as_u64().unwrap())
         .collect();
     assert_eq!(numbers, [1], "generation 0 is gone: {record:#}");
-    if servers.is_empty() {
+    if stores != Stores::Servers {
+        // Embedded stores live in generation directories: generation 0's
+        // went with it, generation 1's are in its own.
+        let gone = match stores {
+            Stores::QdrantVectors => "text",
+            _ => "vectors",
+        };
+        assert!(
+            !data.path().join(gone).exists(),
+            "generation 0's {gone} directory"
+        );
+        assert!(data.path().join("generations/g1").join(gone).exists());
+    }
+    if stores == Stores::Embedded {
         assert!(
             !data.path().join("vectors").exists(),
             "generation 0's directory"
@@ -330,11 +451,33 @@ async fn a_rebuild_switches_generations_under_a_query_loop() {
     }
     assert_eq!(seen, HashSet::from([0, 1]), "{} answers", answers.len());
     eprintln!(
-        "{} answers ({} after the switch), none failed; weft-query moved {:.1} s after the crawler switched",
+        "{}: {} answers ({} after the switch), none failed; weft-query moved {:.1} s after the crawler switched",
+        stores.label(),
         answers.len(),
         answers.iter().filter(|a| a.at > switched_at).count(),
         (moved_at - switched_at).as_secs_f64()
     );
+    for (phase, range) in [
+        ("before the rebuild", (None, Some(rebuild_started))),
+        (
+            "during the rebuild",
+            (Some(rebuild_started), Some(switched_at)),
+        ),
+        ("after the switch", (Some(switched_at), None)),
+    ] {
+        let mut took: Vec<Duration> = answers
+            .iter()
+            .filter(|a| range.0.is_none_or(|from| a.at > from))
+            .filter(|a| range.1.is_none_or(|to| a.at <= to))
+            .map(|a| a.took)
+            .collect();
+        eprintln!(
+            "  {phase}: {} queries, p50 {:.1} ms, p99 {:.1} ms",
+            took.len(),
+            percentile(&mut took, 0.5),
+            percentile(&mut took, 0.99)
+        );
+    }
     // GetChunks reads the live generation too.
     let (doc, _) = new_cut.keys().next().unwrap().clone();
     let got = client
@@ -351,7 +494,7 @@ async fn a_rebuild_switches_generations_under_a_query_loop() {
     query.stop();
     embedder.stop();
     chunker.stop();
-    if !servers.is_empty() {
+    if !store_env.names.is_empty() {
         // Leave the test servers as found.
         let mut cleanup = std::process::Command::new(weft_e2e::bin("weft-crawler"));
         cleanup.args(["generations", "gc", "--grace-secs", "0"]);
@@ -359,7 +502,9 @@ async fn a_rebuild_switches_generations_under_a_query_loop() {
             cleanup.env(k, v);
         }
         let _ = cleanup.output();
-        let live_name = format!("weft-e2e-gens-{}_g1", std::process::id());
-        eprintln!("left {live_name} on the test servers (the live generation)");
+        eprintln!(
+            "left {} on the test servers (the live generation)",
+            store_env.names.join(" and ")
+        );
     }
 }

@@ -75,6 +75,8 @@ pub(crate) fn open_text_read_only(dir: &Path) -> Result<TantivyTextIndex, DataDi
             found,
             expected: TEXT_FORMAT,
         }),
+        // Not written yet (its writer has not opened it): nothing indexed.
+        None => Err(DataDirError::Empty(dir.to_owned())),
         _ => TantivyTextIndex::open_read_only(&text)
             .map_err(|e| DataDirError::store("text index", dir, e)),
     }
@@ -105,6 +107,33 @@ pub(crate) fn open_vectors(
     dimension: usize,
 ) -> Result<Arc<dyn VectorIndex>, DataDirError> {
     Ok(Arc::new(open_edge(dir, dimension)?))
+}
+
+/// The embedded vector index of the data directory `dir`, for searching
+/// only (beside any number of readers and the one process writing it).
+#[cfg(feature = "qdrant-edge")]
+pub(crate) fn open_vectors_read_only(
+    dir: &Path,
+    dimension: usize,
+) -> Result<Arc<dyn VectorIndex>, DataDirError> {
+    let vectors = dir.join("vectors");
+    if !vectors.join("edge_config.json").exists() {
+        // Not written yet (its writer has not opened it): nothing indexed.
+        return Err(DataDirError::Empty(dir.to_owned()));
+    }
+    Ok(Arc::new(
+        weft_vector_edge::EdgeVectorIndex::open_read_only(&vectors, dimension)
+            .map_err(|e| DataDirError::store("vector index", dir, e))?,
+    ))
+}
+
+/// Without qdrant-edge there is no embedded vector index.
+#[cfg(not(feature = "qdrant-edge"))]
+pub(crate) fn open_vectors_read_only(
+    _dir: &Path,
+    _dimension: usize,
+) -> Result<Arc<dyn VectorIndex>, DataDirError> {
+    Err(DataDirError::NoVectorIndex)
 }
 
 /// Without qdrant-edge there is no embedded vector index.

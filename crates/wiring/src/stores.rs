@@ -112,59 +112,114 @@ pub async fn open_index_stores(
     dimension: usize,
     access: StoreAccess,
 ) -> Result<IndexStores, StoresError> {
-    let embedded = stores.uses_data_dir();
-    let dir = generation;
-    let data_dir: &Path = generation.path();
-    let collection =
-        weft_core::generations::store_name(&stores.qdrant_collection, generation.number());
-    let meili_index = weft_core::generations::store_name(&stores.meili_index, generation.number());
-    if embedded {
+    if stores.uses_data_dir() {
         match access {
-            StoreAccess::Write => dir.record_model(model_id, dimension)?,
-            StoreAccess::Read => dir.check_model(model_id, dimension)?,
+            StoreAccess::Write => generation.record_model(model_id, dimension)?,
+            StoreAccess::Read => generation.check_model(model_id, dimension)?,
         };
     }
-    let mut description = Vec::new();
-    // Both embedded: opened together, so an outdated text index is rebuilt
-    // from the vector index's chunks; readers open both read-only, so any
-    // number of processes search one generation.
-    let mut both = match (stores.vector, stores.text, access) {
-        (VectorStoreKind::Embedded, TextStoreKind::Embedded, StoreAccess::Write) => {
-            Some(crate::embedded::open_embedded(data_dir, dimension)?)
-        }
-        (VectorStoreKind::Embedded, TextStoreKind::Embedded, StoreAccess::Read) => Some(
-            crate::embedded::open_embedded_read_only(data_dir, dimension)?,
-        ),
-        _ => None,
-    };
-    let vectors: Arc<dyn VectorIndex> = match stores.vector {
+    // One rule for every combination of stores: a writer opens the embedded
+    // stores it writes (one process may), a reader opens each embedded store
+    // read-only, so any number of processes search a generation while its
+    // writer (the distributed embedder) still holds it. Both embedded: opened
+    // together, so an outdated text index is rebuilt from the vector index's
+    // chunks.
+    let data_dir: &Path = generation.path();
+    if let (VectorStoreKind::Embedded, TextStoreKind::Embedded) = (stores.vector, stores.text) {
+        let (vectors, text) = match access {
+            StoreAccess::Write => crate::embedded::open_embedded(data_dir, dimension)?,
+            StoreAccess::Read => crate::embedded::open_embedded_read_only(data_dir, dimension)?,
+        };
+        let place = data_dir.display();
+        return Ok(IndexStores {
+            vectors,
+            text: Arc::new(text),
+            description: format!("vectors embedded in {place}, text embedded in {place}"),
+        });
+    }
+    let (vectors, vectors_at) = open_vector_store(stores, generation, dimension, access).await?;
+    let (text, text_at) = open_text_store(stores, generation, access).await?;
+    Ok(IndexStores {
+        vectors,
+        text,
+        description: format!("{vectors_at}, {text_at}"),
+    })
+}
+
+/// The vector index `[stores]` configures for `generation`, opened for
+/// `access`, and where it is (for logs).
+async fn open_vector_store(
+    stores: &StoresConfig,
+    generation: &GenerationDir,
+    dimension: usize,
+    access: StoreAccess,
+) -> Result<(Arc<dyn VectorIndex>, String), StoresError> {
+    let data_dir = generation.path();
+    match stores.vector {
         VectorStoreKind::Embedded => {
-            description.push(format!("vectors embedded in {}", data_dir.display()));
-            match &both {
-                Some((vectors, _)) => vectors.clone(),
-                None => crate::embedded::open_vectors(data_dir, dimension)?,
-            }
+            let vectors = match access {
+                StoreAccess::Write => crate::embedded::open_vectors(data_dir, dimension)?,
+                StoreAccess::Read => crate::embedded::open_vectors_read_only(data_dir, dimension)?,
+            };
+            Ok((
+                vectors,
+                format!("vectors embedded in {}", data_dir.display()),
+            ))
         }
         VectorStoreKind::Qdrant => {
+            let collection =
+                weft_core::generations::store_name(&stores.qdrant_collection, generation.number());
             let url = required(&stores.qdrant_url, "stores.qdrant_url")?;
             let key = api_key(&stores.qdrant_api_key_env, "stores.qdrant_api_key_env")?;
-            let index =
-                weft_vector_qdrant::QdrantVectorIndex::connect(url, key, &collection, dimension)
+            // Reading: open without creating or changing anything, so the
+            // query side works with Qdrant's read-only key.
+            let index = match access {
+                StoreAccess::Write => {
+                    weft_vector_qdrant::QdrantVectorIndex::connect(url, key, &collection, dimension)
+                        .await
+                }
+                StoreAccess::Read => {
+                    weft_vector_qdrant::QdrantVectorIndex::open_for_search(
+                        url,
+                        key,
+                        &collection,
+                        dimension,
+                    )
                     .await
-                    .map_err(StoresError::Qdrant)?;
-            description.push(format!("vectors in Qdrant {url} collection {collection}"));
-            Arc::new(index)
-        }
-    };
-    let text: Arc<dyn TextIndex> = match stores.text {
-        TextStoreKind::Embedded => {
-            description.push(format!("text embedded in {}", data_dir.display()));
-            match both.take() {
-                Some((_, text)) => Arc::new(text),
-                None => Arc::new(crate::embedded::open_text(data_dir, None)?),
+                }
             }
+            .map_err(StoresError::Qdrant)?;
+            Ok((
+                Arc::new(index),
+                format!("vectors in Qdrant {url} collection {collection}"),
+            ))
+        }
+    }
+}
+
+/// The text index `[stores]` configures for `generation`, opened for
+/// `access`, and where it is (for logs). An embedded one alone cannot be
+/// rebuilt from an older format here (the vectors are elsewhere).
+async fn open_text_store(
+    stores: &StoresConfig,
+    generation: &GenerationDir,
+    access: StoreAccess,
+) -> Result<(Arc<dyn TextIndex>, String), StoresError> {
+    let data_dir = generation.path();
+    match stores.text {
+        TextStoreKind::Embedded => {
+            let text = match access {
+                StoreAccess::Write => crate::embedded::open_text(data_dir, None)?,
+                StoreAccess::Read => crate::embedded::open_text_read_only(data_dir)?,
+            };
+            Ok((
+                Arc::new(text),
+                format!("text embedded in {}", data_dir.display()),
+            ))
         }
         TextStoreKind::Meilisearch => {
+            let meili_index =
+                weft_core::generations::store_name(&stores.meili_index, generation.number());
             let url = required(&stores.meili_url, "stores.meili_url")?;
             // Reading with a search-only key: open without creating or
             // configuring anything (the query side never writes).
@@ -179,15 +234,12 @@ pub async fn open_index_stores(
                 }
             }
             .map_err(StoresError::Meilisearch)?;
-            description.push(format!("text in Meilisearch {url} index {meili_index}"));
-            Arc::new(index)
+            Ok((
+                Arc::new(index),
+                format!("text in Meilisearch {url} index {meili_index}"),
+            ))
         }
-    };
-    Ok(IndexStores {
-        vectors,
-        text,
-        description: description.join(", "),
-    })
+    }
 }
 
 /// Removes the vector and text indexes of generation `generation` that
@@ -340,6 +392,66 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    /// The rule for every combination of `[stores]`: while the writer of
+    /// a generation (the embedder) holds an embedded store, readers open it
+    /// read-only beside it, whether the other store is embedded or on a
+    /// server; a second writer is told who holds the lock.
+    #[tokio::test]
+    async fn an_embedded_store_alone_is_read_beside_its_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let generation = DataDir::new(dir.path()).generation(1);
+        generation.record_model("m", 8).unwrap();
+        let qdrant_vectors = StoresConfig {
+            vector: VectorStoreKind::Qdrant,
+            qdrant_url: Some("http://127.0.0.1:9".into()),
+            ..StoresConfig::default()
+        };
+        let (writer, _) = open_text_store(&qdrant_vectors, &generation, StoreAccess::Write)
+            .await
+            .expect("the embedder opens the text index");
+        let (reader, at) = open_text_store(&qdrant_vectors, &generation, StoreAccess::Read)
+            .await
+            .expect("a reader opens it beside the writer");
+        assert!(at.contains("text embedded in"), "{at}");
+        assert_eq!(reader.count().await.unwrap(), writer.count().await.unwrap());
+        let second = open_text_store(&qdrant_vectors, &generation, StoreAccess::Write)
+            .await
+            .err()
+            .expect("one writer at a time");
+        let message = weft_core::error_chain(&second);
+        assert!(
+            message.contains("is being written by this process"),
+            "{message}"
+        );
+        assert!(!message.contains("remove"), "{message}");
+        assert_eq!(second.kind(), weft_core::ErrorKind::Unavailable);
+
+        let meili_text = StoresConfig {
+            text: TextStoreKind::Meilisearch,
+            meili_url: Some("http://127.0.0.1:9".into()),
+            ..StoresConfig::default()
+        };
+        let (writer, _) = open_vector_store(&meili_text, &generation, 8, StoreAccess::Write)
+            .await
+            .expect("the embedder opens the vector index");
+        writer.commit().await.unwrap();
+        let (reader, at) = open_vector_store(&meili_text, &generation, 8, StoreAccess::Read)
+            .await
+            .expect("a reader opens it beside the writer");
+        assert!(at.contains("vectors embedded in"), "{at}");
+        assert_eq!(reader.count().await.unwrap(), 0);
+        let second = open_vector_store(&meili_text, &generation, 8, StoreAccess::Write)
+            .await
+            .err()
+            .expect("one writer at a time");
+        let message = weft_core::error_chain(&second);
+        assert!(
+            message.contains("is being written by this process"),
+            "{message}"
+        );
+        assert_eq!(second.kind(), weft_core::ErrorKind::Unavailable);
     }
 
     #[tokio::test]

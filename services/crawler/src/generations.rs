@@ -88,7 +88,7 @@ impl<'a> NatsStores<'a> {
         // Embedded stores are opened again each time (read-only views of
         // what the embedder has flushed); server ones once.
         if embedded || !open.indexes.contains_key(&n) {
-            let indexes = weft_wiring::open_index_stores(
+            let indexes = match weft_wiring::open_index_stores(
                 &self.config.stores,
                 &generation,
                 model,
@@ -96,7 +96,13 @@ impl<'a> NatsStores<'a> {
                 StoreAccess::Read,
             )
             .await
-            .map_err(|e| PortError::new(e.kind(), "index stores", e))?;
+            {
+                Ok(indexes) => indexes,
+                // The embedder recorded the model but has not created the
+                // stores yet (it does so right after): nothing to count.
+                Err(e) if e.kind() == weft_core::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(PortError::new(e.kind(), "index stores", e)),
+            };
             open.indexes.insert(n, indexes);
         }
         let counted = match open.indexes.get(&n) {

@@ -63,6 +63,9 @@ pub const TEXT_FORMAT: u32 = 4;
 /// index without it was written before formats were recorded: format 1.
 const FORMAT_FILE: &str = "weft-text-format";
 
+/// tantivy's writer lock file in an index directory (one writer at a time).
+const WRITER_LOCK_FILE: &str = ".tantivy-writer.lock";
+
 /// Memory for tantivy's indexing buffer.
 const WRITER_HEAP_BYTES: usize = 64 * 1024 * 1024;
 
@@ -107,6 +110,20 @@ pub enum TextIndexError {
     /// A write to an index opened for reading only.
     #[error("text index: opened for reading only")]
     ReadOnly,
+    /// Another writer holds the index's writer lock: a live process, not a
+    /// damaged index.
+    #[error(
+        "text index in {dir} is being written by {}: one process writes it at a time. \
+         Nothing is wrong with the index: let that process finish or stop it (readers such \
+         as weft-query open it read-only and need no lock)",
+        weft_file_locks::describe(holder.as_ref())
+    )]
+    Locked {
+        /// The index directory.
+        dir: PathBuf,
+        /// The process holding the lock, when it can be seen.
+        holder: Option<weft_file_locks::LockHolder>,
+    },
 }
 
 impl TextIndexError {
@@ -123,6 +140,7 @@ impl TextIndexError {
             TextIndexError::OtherFormat { .. } | TextIndexError::ReadOnly => {
                 ErrorKind::FailedPrecondition
             }
+            TextIndexError::Locked { .. } => ErrorKind::Unavailable,
             TextIndexError::Tantivy(e) => kind_of_tantivy(e),
         }
     }
@@ -299,9 +317,16 @@ impl TantivyTextIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(|e| unreadable(&e))?;
-        let writer = index
-            .writer(WRITER_HEAP_BYTES)
-            .map_err(|e| unreadable(&e))?;
+        let writer = index.writer(WRITER_HEAP_BYTES).map_err(|e| match e {
+            tantivy::TantivyError::LockFailure(
+                tantivy::directory::error::LockError::LockBusy,
+                _,
+            ) => TextIndexError::Locked {
+                dir: dir.to_owned(),
+                holder: weft_file_locks::holder_of(&dir.join(WRITER_LOCK_FILE)),
+            },
+            other => unreadable(&other),
+        })?;
         Ok(TantivyTextIndex {
             reader,
             writer: Some(Arc::new(Mutex::new(writer))),

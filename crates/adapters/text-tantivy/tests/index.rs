@@ -351,3 +351,28 @@ fn html_comments_in_markdown_are_not_searched_but_are_returned() {
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].chunk.content, text, "the content comes back whole");
 }
+
+#[test]
+fn a_second_writer_is_told_who_holds_the_lock_not_to_remove_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = indexed(dir.path());
+    let err = TantivyTextIndex::open_or_create(dir.path())
+        .err()
+        .expect("one writer at a time");
+    assert!(
+        matches!(err, TextIndexError::Locked { ref holder, .. } if holder.as_ref().is_some_and(|h| h.is_this_process())),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), weft_core::ports::ErrorKind::Unavailable);
+    let message = weft_core::error_chain(&err);
+    assert!(
+        message.contains("is being written by this process"),
+        "{message}"
+    );
+    assert!(!message.contains("remove"), "{message}");
+    // A reader needs no lock, and the writer's index is intact.
+    let reader = TantivyTextIndex::open_read_only(dir.path()).unwrap();
+    assert_eq!(reader.len(), writer.len());
+    drop(writer);
+    TantivyTextIndex::open_or_create(dir.path()).expect("the lock went with the writer");
+}

@@ -44,6 +44,9 @@ const PATH_SCOPES: &str = "path_scopes";
 /// chunk field).
 const EMBEDDING_KEY: &str = "embedding_key";
 const COMPONENT: &str = "vector index (qdrant-edge)";
+/// qdrant-edge's write-ahead log directory in a shard, locked (`flock`) by
+/// the process that opened the shard.
+const WAL_DIR: &str = "wal";
 
 /// What went wrong with the vector index.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +59,20 @@ pub enum VectorIndexError {
         /// What qdrant-edge said.
         #[source]
         source: BoxError,
+    },
+    /// Another process holds the shard's write-ahead log: a live writer,
+    /// not a damaged index.
+    #[error(
+        "vector index {path} is being written by {}: one process writes it at a time. \
+         Nothing is wrong with the index: let that process finish or stop it (readers such \
+         as weft-query open it read-only and need no lock)",
+        weft_file_locks::describe(holder.as_ref())
+    )]
+    Locked {
+        /// The shard directory.
+        path: PathBuf,
+        /// The process holding the lock, when it can be seen.
+        holder: Option<weft_file_locks::LockHolder>,
     },
     /// The shard was made for vectors of another length (another model).
     #[error(
@@ -110,6 +127,7 @@ impl VectorIndexError {
                 ErrorKind::FailedPrecondition
             }
             VectorIndexError::Mismatch { .. } => ErrorKind::Invalid,
+            VectorIndexError::Locked { .. } => ErrorKind::Unavailable,
             VectorIndexError::Operation(source) => kind_of_operation(source.as_ref()),
         }
     }
@@ -217,7 +235,17 @@ impl EdgeVectorIndex {
         };
         let exists = dir.join("edge_config.json").exists() || dir.join("segments").exists();
         if exists {
-            let shard = EdgeShard::load(dir, None).map_err(|e| unreadable(e.into()))?;
+            let shard = EdgeShard::load(dir, None).map_err(|e| {
+                // The write-ahead log is locked for the process that opened
+                // the shard: a refusal while another holds it says who.
+                match weft_file_locks::holder_of(&dir.join(WAL_DIR)) {
+                    Some(holder) => VectorIndexError::Locked {
+                        path: dir.to_owned(),
+                        holder: Some(holder),
+                    },
+                    None => unreadable(e.into()),
+                }
+            })?;
             check_dimension(&shard, dir, dimension)?;
             // A shard made before vectors were looked up by embedding key
             // gets that payload index once, so lookups never scan.

@@ -214,3 +214,29 @@ async fn mismatched_vectors_are_refused() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn a_second_writer_is_told_who_holds_the_shard_not_to_remove_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, chunks) = loaded(dir.path()).await;
+    let err = EdgeVectorIndex::open_or_create(dir.path(), DIM)
+        .err()
+        .expect("one writer at a time");
+    assert!(
+        matches!(err, VectorIndexError::Locked { ref holder, .. } if holder.as_ref().is_some_and(|h| h.is_this_process())),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), weft_core::ports::ErrorKind::Unavailable);
+    let message = weft_core::error_chain(&err);
+    assert!(
+        message.contains("is being written by this process"),
+        "{message}"
+    );
+    assert!(!message.contains("remove"), "{message}");
+    // A reader needs no lock, and sees what the writer committed.
+    let reader = EdgeVectorIndex::open_read_only(dir.path(), DIM).unwrap();
+    assert_eq!(reader.count().await.unwrap(), chunks.len() as u64);
+    drop(reader);
+    drop(writer);
+    EdgeVectorIndex::open_or_create(dir.path(), DIM).expect("the lock went with the writer");
+}

@@ -184,10 +184,33 @@ impl QdrantVectorIndex {
             .await
             .map_err(|e| connect_error(e.into()))?;
         if exists {
-            index.check_layout().await?;
+            index.check_layout(Missing::Add).await?;
         } else {
             index.create().await?;
         }
+        Ok(index)
+    }
+
+    /// Opens `collection` of the server at `url` for searching only, with
+    /// a key that may only read (Qdrant's `read_only_api_key`, what the
+    /// query service holds): nothing is created or changed. The collection
+    /// must exist (else a `NotFound` [`QdrantIndexError::Request`]) with
+    /// `dimension`-sized `dense` vectors.
+    pub async fn open_for_search(
+        url: &str,
+        api_key: Option<String>,
+        collection: &str,
+        dimension: usize,
+    ) -> Result<Self, QdrantIndexError> {
+        let client = admin_client(url, api_key)?;
+        let index = Self {
+            client: std::sync::Arc::new(client),
+            collection: collection.to_owned(),
+            dimension,
+        };
+        // The collection's info answers both: whether it exists (NotFound)
+        // and its layout.
+        index.check_layout(Missing::Leave).await?;
         Ok(index)
     }
 
@@ -360,7 +383,7 @@ impl QdrantVectorIndex {
             if !exists {
                 return Err(self.request("create collection", e));
             }
-            return self.check_layout().await;
+            return self.check_layout(Missing::Add).await;
         }
         for (field, kind) in [
             ("project", FieldType::Keyword),
@@ -382,7 +405,7 @@ impl QdrantVectorIndex {
         Ok(())
     }
 
-    async fn check_layout(&self) -> Result<(), QdrantIndexError> {
+    async fn check_layout(&self, missing: Missing) -> Result<(), QdrantIndexError> {
         let info = self
             .client
             .collection_info(&self.collection)
@@ -403,10 +426,9 @@ impl QdrantVectorIndex {
             Some(vectors_config::Config::ParamsMap(map)) => {
                 match map.map.get(VECTOR_NAME).map(|p| p.size as usize) {
                     Some(size) if size == self.dimension => {
-                        if !keyed {
-                            // Not fatal: a read-only key (the query
-                            // service's) may not create it; lookups by key
-                            // then scan.
+                        if !keyed && missing == Missing::Add {
+                            // Not fatal: a key that may not create it
+                            // leaves lookups by key scanning.
                             let created = self
                                 .client
                                 .create_field_index(
@@ -462,6 +484,16 @@ impl QdrantVectorIndex {
             .map_err(|e| self.request("delete points", e))?;
         Ok(())
     }
+}
+
+/// What opening an existing collection does about a payload index it
+/// lacks (one added by a later weft).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    /// Adds it (a writer's open).
+    Add,
+    /// Leaves the collection as it is (an open for searching only).
+    Leave,
 }
 
 fn point_id(id: &ChunkId) -> PointId {
