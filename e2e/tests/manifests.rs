@@ -678,9 +678,12 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         .iter()
         .filter(|p| p.weft && !p.init && cronjobs.contains(&p.workload))
     {
-        if plan.args.iter().any(|a| a == "--rebuild") {
+        if plan.args.iter().any(|a| a == "--rebuild")
+            || plan.args.first().is_some_and(|a| a == "generations")
+        {
             // A rebuild writes everything again into a new generation, by
-            // design; its first run was checked to switch (step 3).
+            // design; its first run was checked to switch (step 3). An
+            // operator's command crawls nothing.
             continue;
         }
         let proc = run_to_completion(&embedded(plan), &logs);
@@ -700,6 +703,54 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
                 );
             }
             checks.push(format!("{}: a second run publishes nothing", plan.id));
+        }
+    }
+
+    // 4c. Every `kubectl exec` line of deploy/README.md, in the container
+    // it names while that container runs: parsed as written, opening no
+    // listener (the container's own process holds the metrics port), and
+    // refused only for what it asks (`switch 3` and `abort 3` name a
+    // generation that does not exist here), never for how it is written.
+    let readme = std::fs::read_to_string(k8s::repo_root().join("deploy/README.md"))
+        .expect("deploy/README.md");
+    let execs = k8s::exec_commands_in_readme(&readme);
+    assert!(
+        !execs.is_empty(),
+        "deploy/README.md shows no `kubectl exec` line"
+    );
+    for exec in &execs {
+        let Some((running, _)) = workers.iter().find(|(p, _)| p.workload == exec.workload) else {
+            panic!(
+                "overlay {name}: deploy/README.md runs `{}` in {}, which is not a running workload",
+                exec.line, exec.workload
+            );
+        };
+        let mut plan = running.clone();
+        plan.id = format!("deploy/README.md `{}`", exec.line);
+        plan.command = exec.argv[0].clone();
+        plan.program = locate(&exec.argv[0], true)
+            .unwrap_or_else(|| panic!("{}: no program {}", plan.id, exec.argv[0]));
+        plan.args = exec.argv[1..]
+            .iter()
+            .map(|a| k8s::remap_paths(a, &plan.mounts))
+            .collect();
+        let mut proc = plan.spawn(&logs).unwrap_or_else(|e| panic!("{e}"));
+        let Some(status) = proc.wait(Duration::from_secs(120)) else {
+            fail(&proc, "did not complete in 120 s")
+        };
+        let number = exec.argv.iter().rev().find(|a| a.parse::<u32>().is_ok());
+        if status.success() {
+            checks.push(format!("{}: exit 0", plan.id));
+        } else if let Some(n) = number
+            && status.code() != Some(2)
+            && proc.stderr().contains(&format!("generation {n}"))
+        {
+            checks.push(format!(
+                "{}: refused for its example generation {n}",
+                plan.id
+            ));
+        } else {
+            fail(&proc, &format!("exited with {status}"));
         }
     }
 
@@ -1029,4 +1080,79 @@ async fn every_overlay_runs_as_local_processes() {
             report.stand_ins.join("\n  ")
         );
     }
+}
+
+/// Each crawl Job (a CronJob's template included) of every overlay: a pod
+/// the Job retries continues the run (`--resume-within-secs` is the Job's
+/// `activeDeadlineSeconds`), and its log shows each source and a rebuild's
+/// switch (`WEFT_LOG` at info for weft).
+#[test]
+fn every_crawl_job_resumes_within_its_deadline_and_logs_at_info() {
+    let kubectl = k8s::kubectl();
+    let overlays_dir = k8s::repo_root().join("deploy/k8s/overlays");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&overlays_dir).expect("deploy/k8s/overlays") {
+        let dir = entry.unwrap().path();
+        if !dir.join("kustomization.yaml").exists() {
+            continue;
+        }
+        for object in k8s::render(&kubectl, &dir).unwrap_or_else(|e| panic!("{e}")) {
+            let job = match object["kind"].as_str() {
+                Some("CronJob") => &object["spec"]["jobTemplate"]["spec"],
+                Some("Job") => &object["spec"],
+                _ => continue,
+            };
+            let id = format!(
+                "{}: {}/{}",
+                dir.display(),
+                object["kind"].as_str().unwrap_or_default(),
+                object["metadata"]["name"].as_str().unwrap_or_default()
+            );
+            for container in job["template"]["spec"]["containers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                if container["command"][0] != "weft-crawler" {
+                    continue;
+                }
+                let args: Vec<&str> = container["args"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|a| a.as_str())
+                    .collect();
+                let log = container["env"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|e| e["name"] == "WEFT_LOG")
+                    .and_then(|e| e["value"].as_str())
+                    .unwrap_or("");
+                assert!(
+                    log.split(',').next() == Some("info"),
+                    "{id}: WEFT_LOG={log:?} hides the per-source and switch lines"
+                );
+                if args.first() == Some(&"generations") {
+                    checked += 1;
+                    continue;
+                }
+                let deadline = job["activeDeadlineSeconds"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{id}: no activeDeadlineSeconds"));
+                let window = args
+                    .iter()
+                    .position(|a| *a == "--resume-within-secs")
+                    .and_then(|i| args.get(i + 1))
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or_else(|| panic!("{id}: no --resume-within-secs in {args:?}"));
+                assert_eq!(
+                    window, deadline,
+                    "{id}: a pod retried after {window} s would not continue the run"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 4, "{checked} crawl containers checked");
 }

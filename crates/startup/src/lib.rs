@@ -44,12 +44,13 @@ use std::process::ExitCode;
 use weft_config::Locations;
 use weft_config::WeftConfig;
 
-/// `--config FILE`: every service has it.
+/// `--config FILE`: every service has it, anywhere on its command line
+/// (before or after a subcommand).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ConfigArgs {
     /// Configuration file (default: ./weft.toml when it exists). Settings
     /// can also be given as WEFT__SECTION__KEY environment variables.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
 }
 
@@ -57,7 +58,7 @@ pub struct ConfigArgs {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct NatsArgs {
     /// NATS server URL (default: `nats.url`).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", global = true)]
     pub nats_url: Option<String>,
 }
 
@@ -74,11 +75,11 @@ impl NatsArgs {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct LocationArgs {
     /// The data directory (default: `data.dir`, else the platform's).
-    #[arg(long, env = "WEFT_DATA_DIR", value_name = "DIR")]
+    #[arg(long, env = "WEFT_DATA_DIR", value_name = "DIR", global = true)]
     pub data_dir: Option<PathBuf>,
     /// The local embedding model's directory (default:
     /// `embedding.model_dir`, else ~/.cache/weft/models/all-MiniLM-L6-v2).
-    #[arg(long, env = "WEFT_MODEL_DIR", value_name = "DIR")]
+    #[arg(long, env = "WEFT_MODEL_DIR", value_name = "DIR", global = true)]
     pub model_dir: Option<PathBuf>,
 }
 

@@ -394,6 +394,53 @@ pub fn operator_secrets_in_readme(readme: &str) -> BTreeMap<String, BTreeSet<Str
     }
     out
 }
+/// A command deploy/README.md tells the operator to run in a running
+/// container: `kubectl [-n NS] exec deploy/NAME -- PROGRAM ARGS…`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecCommand {
+    /// The README's line, as written.
+    pub line: String,
+    /// The workload it runs in (`Deployment/NAME`).
+    pub workload: String,
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+}
+
+/// Every `kubectl … exec deploy/NAME -- …` line of deploy/README.md (a
+/// trailing `# comment` dropped; words split on spaces: the README quotes
+/// nothing in them).
+pub fn exec_commands_in_readme(readme: &str) -> Vec<ExecCommand> {
+    let mut out = Vec::new();
+    for line in readme.lines().map(str::trim) {
+        if !line.starts_with("kubectl ") {
+            continue;
+        }
+        let command = line.split(" #").next().unwrap_or(line).trim();
+        let Some((head, tail)) = command.split_once(" -- ") else {
+            continue;
+        };
+        let mut words = head.split_whitespace();
+        if !words.any(|w| w == "exec") {
+            continue;
+        }
+        let Some(target) = words.find(|w| !w.starts_with('-')) else {
+            continue;
+        };
+        let Some(name) = target
+            .strip_prefix("deploy/")
+            .or_else(|| target.strip_prefix("deployment/"))
+        else {
+            continue;
+        };
+        out.push(ExecCommand {
+            line: line.to_owned(),
+            workload: format!("Deployment/{name}"),
+            argv: tail.split_whitespace().map(str::to_owned).collect(),
+        });
+    }
+    out
+}
+
 /// A free loopback port (bound, then released), never one handed out
 /// before by this process, and below Linux's ephemeral range (32768–60999)
 /// so that no outgoing connection's source port takes it between its
@@ -458,6 +505,42 @@ pub fn open_up(path: &Path, owner: Option<(u32, u32)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_readme_exec_lines_are_found_with_their_workload_and_argv() {
+        let readme = "\
+text kubectl -n weft exec deploy/x -- not a line of its own
+```sh
+kubectl -n weft exec deploy/weft-embedder -- weft-crawler --config /etc/weft/weft.toml generations list
+kubectl -n weft logs -f job/weft-rebuild-x         # not an exec
+kubectl exec -it deployment/weft-query -- weft --help   # a comment
+kubectl -n weft exec pod/p -- ls
+```
+";
+        let found = exec_commands_in_readme(readme);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].workload, "Deployment/weft-embedder");
+        assert_eq!(
+            found[0].argv,
+            [
+                "weft-crawler",
+                "--config",
+                "/etc/weft/weft.toml",
+                "generations",
+                "list"
+            ]
+        );
+        assert_eq!(found[1].workload, "Deployment/weft-query");
+        assert_eq!(found[1].argv, ["weft", "--help"]);
+        // The real README has the generations commands.
+        let real = std::fs::read_to_string(repo_root().join("deploy/README.md")).unwrap();
+        let real = exec_commands_in_readme(&real);
+        assert!(
+            real.iter()
+                .any(|c| c.argv.iter().any(|a| a == "generations")),
+            "{real:?}"
+        );
+    }
 
     #[test]
     fn paths_are_remapped_at_path_boundaries_only() {

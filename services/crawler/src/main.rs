@@ -4,20 +4,25 @@
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
-
 mod args;
 mod cmd;
 
 use args::{Args, Command};
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_checked();
     weft_startup::run_with(
         "weft-crawler",
-        "warn,weft_crawler=info",
+        "warn,weft_crawler=info,weft_index=info",
         &args.config,
-        |config| args.nats.apply(config),
+        |config| {
+            args.nats.apply(config);
+            // An operator's command (often run in another service's
+            // container, which holds the metrics port) opens no listener.
+            if args.command.is_some() {
+                config.telemetry.metrics_listen = None;
+            }
+        },
         |service| async {
             match &args.command {
                 Some(Command::Generations { action }) => {

@@ -12,36 +12,38 @@ use crate::args::Args;
 /// the job's summary.
 pub async fn run(args: &Args, service: weft_startup::Service) -> anyhow::Result<ExitCode> {
     let mut work: Vec<(SourceSpec, String)> = Vec::new();
-    for source in &args.sources {
+    for source in &args.crawl.sources {
         let spec = SourceSpec::parse(source).map_err(anyhow::Error::msg)?;
         let project = args
+            .crawl
             .project
             .clone()
             .unwrap_or_else(|| spec.default_project());
         work.push((spec, project));
     }
-    if let Some(manifest) = &args.manifest {
+    if let Some(manifest) = &args.crawl.manifest {
         work.extend(weft_crawler::Manifest::load(manifest)?);
     }
     if work.is_empty() {
         anyhow::bail!("nothing to crawl: give SOURCE arguments or --manifest FILE");
     }
-    if args.concurrency == 0 {
+    if args.crawl.concurrency == 0 {
         anyhow::bail!("--concurrency must be at least 1");
     }
     let locations = args.locations.resolve(&service.config);
     let checkout_dir = args
+        .crawl
         .checkout_dir
         .clone()
         .unwrap_or_else(|| weft_wiring::DataDir::new(&locations.data_dir).sources_dir());
     let jet = service.connect_nats().await?;
     let crawler = weft_crawler::Crawler::new(jet.clone(), &service.config, checkout_dir).await?;
     let options = weft_crawler::JobOptions {
-        reindex: args.reindex,
-        rebuild: args.rebuild,
-        concurrency: args.concurrency,
-        wait: Duration::from_secs(args.wait_secs),
-        resume_within: Duration::from_secs(args.resume_within_secs),
+        reindex: args.crawl.reindex,
+        rebuild: args.crawl.rebuild,
+        concurrency: args.crawl.concurrency,
+        wait: Duration::from_secs(args.crawl.wait_secs),
+        resume_within: Duration::from_secs(args.crawl.resume_within_secs),
         grace: Duration::from_secs(service.config.generations.grace_secs),
         progress: std::io::stderr().is_terminal() && !args.json,
         ..Default::default()
