@@ -33,6 +33,12 @@ pub struct NatsConfig {
     pub ack_wait_secs: u64,
     /// Messages pulled per fetch.
     pub fetch_batch: usize,
+    /// Servers each stream and key-value bucket is kept on (JetStream
+    /// replicas, 1 to 5): 3 on a NATS cluster of three or more, so a
+    /// server's restart loses nothing and stops nothing. Applies when a
+    /// stream or bucket is created; change an existing one with the `nats`
+    /// CLI (`nats stream edit --replicas`).
+    pub replicas: usize,
 }
 
 impl Default for NatsConfig {
@@ -48,6 +54,7 @@ impl Default for NatsConfig {
             max_deliver: 5,
             ack_wait_secs: 60,
             fetch_batch: 16,
+            replicas: 1,
         }
     }
 }
@@ -81,6 +88,9 @@ impl NatsConfig {
         if self.fetch_batch == 0 {
             return bad("nats.fetch_batch", "must be at least 1");
         }
+        if !(1..=5).contains(&self.replicas) {
+            return bad("nats.replicas", "must be 1 to 5 (JetStream's limit)");
+        }
         Ok(())
     }
 }
@@ -96,6 +106,8 @@ mod tests {
         assert_refused(&[
             ("[nats]\nmax_deliver = 0\n", "nats.max_deliver"),
             ("[nats]\ndocs_stream = \"a.b\"\n", "nats.docs_stream"),
+            ("[nats]\nreplicas = 0\n", "nats.replicas"),
+            ("[nats]\nreplicas = 7\n", "nats.replicas"),
         ]);
     }
 }

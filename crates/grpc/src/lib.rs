@@ -597,6 +597,17 @@ pub async fn serve(
     health
         .set_serving::<QueryServiceServer<QueryServer>>()
         .await;
+    // NOT_SERVING (for the service and the whole server, "") while the
+    // record of the live generation cannot be read (NATS unreachable):
+    // answers would come from a generation that may be switched away and
+    // removed unseen. SERVING again once it is read.
+    let _health = match &server.stacks {
+        Stacks::Live(live) => Some(AbortOnDrop(tokio::spawn(report_following(
+            live.clone(),
+            health.clone(),
+        )))),
+        Stacks::Fixed { .. } => None,
+    };
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(weft_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -654,6 +665,42 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// Keeps the health of `live`'s service and of the whole server ("") at
+/// whether it follows the live generation ([`weft_wiring::LiveQuery::following`]),
+/// checked every [`FOLLOW_EVERY`].
+async fn report_following(
+    live: weft_wiring::LiveQuery,
+    health: tonic_health::server::HealthReporter,
+) {
+    let mut serving = true;
+    let mut tick = tokio::time::interval(FOLLOW_EVERY);
+    loop {
+        tick.tick().await;
+        let following = live.following();
+        if following == serving {
+            continue;
+        }
+        serving = following;
+        let status = if serving {
+            tonic_health::ServingStatus::Serving
+        } else {
+            tonic_health::ServingStatus::NotServing
+        };
+        health
+            .set_service_status(
+                <QueryServiceServer<QueryServer> as tonic::server::NamedService>::NAME,
+                status,
+            )
+            .await;
+        health.set_service_status("", status).await;
+        if serving {
+            tracing::info!("health: SERVING (the live generation's record is read again)");
+        } else {
+            tracing::warn!("health: NOT_SERVING (the live generation's record cannot be read)");
+        }
     }
 }
 

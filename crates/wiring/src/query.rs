@@ -214,6 +214,9 @@ pub enum LiveSource {
 #[derive(Clone)]
 pub struct LiveQuery {
     current: Arc<std::sync::RwLock<Arc<QueryStack>>>,
+    /// Whether the last check of the record succeeded (see
+    /// [`LiveQuery::following`]).
+    following: Arc<std::sync::atomic::AtomicBool>,
     config: Arc<WeftConfig>,
     locations: Locations,
     need: QueryEmbedder,
@@ -234,6 +237,7 @@ impl LiveQuery {
             open_query_generation(config, locations, &data.generation(number), need).await?;
         Ok(Self {
             current: Arc::new(std::sync::RwLock::new(Arc::new(stack))),
+            following: Arc::new(std::sync::atomic::AtomicBool::new(true)),
             config: Arc::new(config.clone()),
             locations: locations.clone(),
             need,
@@ -263,6 +267,15 @@ impl LiveQuery {
                 .live_number()
                 .unwrap_or(0)),
         }
+    }
+
+    /// Whether the record of the live generation could be read at the last
+    /// check of [`LiveQuery::follow`]: `false` while the registry (NATS) is
+    /// unreachable, when a switch would go unnoticed and the generation read
+    /// may be removed (the reader cannot say it reads it). A health check
+    /// reports it, so that traffic goes to replicas that follow.
+    pub fn following(&self) -> bool {
+        self.following.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The stack queries starting now read.
@@ -379,13 +392,26 @@ impl LiveQuery {
                 tick.tick().await;
                 let due = announced.is_none_or(|(_, at)| at.elapsed() >= ANNOUNCE_EVERY);
                 let reopen = shared_embedded && announced.is_some() && due;
-                match this.refresh_or_reopen(reopen).await {
+                let checked = this.refresh_or_reopen(reopen).await;
+                let was_following = this.following();
+                // A model this service cannot embed for is logged, not
+                // unhealthy: the generation it reads still answers.
+                let following = !matches!(
+                    checked,
+                    Err(ref e) if !matches!(e, WiringError::ModelMismatch { .. })
+                );
+                this.following
+                    .store(following, std::sync::atomic::Ordering::Relaxed);
+                match checked {
                     Err(e @ WiringError::ModelMismatch { .. }) => {
                         tracing::error!("not following the live index generation: {e}")
                     }
                     Err(e) => tracing::warn!("cannot follow the live index generation: {e}"),
                     Ok(Some(_)) => unread_pending = true,
                     Ok(None) => {}
+                }
+                if following && !was_following {
+                    tracing::info!("following the live index generation again");
                 }
                 if unread_pending {
                     // Blocking file work (locks, removal): off the runtime.

@@ -45,8 +45,9 @@ pub(crate) async fn open_bucket(
     js: &jetstream::Context,
     bucket: &str,
     description: &str,
+    replicas: usize,
 ) -> Result<kv::Store, NatsError> {
-    open_bucket_with_age(js, bucket, description, None).await
+    open_bucket_with_age(js, bucket, description, None, replicas).await
 }
 
 /// [`open_bucket`], with entries older than `max_age` dropped by the server.
@@ -55,6 +56,7 @@ pub(crate) async fn open_bucket_with_age(
     bucket: &str,
     description: &str,
     max_age: Option<std::time::Duration>,
+    replicas: usize,
 ) -> Result<kv::Store, NatsError> {
     if js.get_key_value(bucket).await.is_err() {
         // The bucket's stream, made by hand with the key-value layout:
@@ -72,6 +74,7 @@ pub(crate) async fn open_bucket_with_age(
                 allow_direct: true,
                 max_age: max_age.unwrap_or_default(),
                 storage: jetstream::stream::StorageType::File,
+                num_replicas: replicas,
                 ..Default::default()
             })
             .await;
@@ -98,12 +101,18 @@ pub struct NatsCatalog {
 }
 
 impl NatsCatalog {
-    /// Opens `bucket`, creating it (one revision per key) when missing.
-    pub async fn open(js: &jetstream::Context, bucket: &str) -> Result<Self, NatsError> {
+    /// Opens `bucket`, creating it (one revision per key, on `replicas`
+    /// servers) when missing.
+    pub async fn open(
+        js: &jetstream::Context,
+        bucket: &str,
+        replicas: usize,
+    ) -> Result<Self, NatsError> {
         let store = open_bucket(
             js,
             bucket,
             "weft catalog: indexed documents by content hash",
+            replicas,
         )
         .await?;
         Ok(Self { store })

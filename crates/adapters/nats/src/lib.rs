@@ -146,6 +146,14 @@ pub fn chunks_subject(generation: u32, project: &str, document_id: &str) -> Stri
     )
 }
 
+/// How long to wait before reconnect attempt `attempts` (counted from 1):
+/// 100 ms doubling to at most 5 s, so a restarted server is found again
+/// within seconds and a long outage costs one attempt every 5 s.
+pub fn reconnect_delay(attempts: usize) -> Duration {
+    let exponent = attempts.saturating_sub(1).min(6) as u32;
+    Duration::from_millis(100 * 2u64.pow(exponent)).min(Duration::from_secs(5))
+}
+
 /// A connection to NATS with weft's streams in place.
 #[derive(Clone)]
 pub struct Jet {
@@ -161,7 +169,13 @@ impl Jet {
         let client = async_nats::ConnectOptions::new()
             .name("weft")
             .retry_on_initial_connect()
-            .max_reconnects(Some(5))
+            // A server restarted, or moved by its cluster, is waited for
+            // for as long as it takes: a service that gave up would stay
+            // up and do nothing (a query pod answering SERVING without
+            // following generations). The query service says NOT_SERVING
+            // meanwhile.
+            .max_reconnects(None)
+            .reconnect_delay_callback(reconnect_delay)
             .connection_timeout(Duration::from_secs(5))
             .connect(config.url.as_str())
             .await
@@ -200,6 +214,7 @@ impl Jet {
             max_messages_per_subject: per_subject,
             discard: stream::DiscardPolicy::Old,
             storage: stream::StorageType::File,
+            num_replicas: c.replicas,
             ..Default::default()
         };
         for config in [
@@ -211,6 +226,7 @@ impl Jet {
                 retention: stream::RetentionPolicy::Limits,
                 max_age: Duration::from_secs(14 * 24 * 3600),
                 storage: stream::StorageType::File,
+                num_replicas: c.replicas,
                 ..Default::default()
             },
         ] {
@@ -220,7 +236,15 @@ impl Jet {
                 // the loser is told "subjects overlap" or "name in use".
                 // What matters is that the stream exists now.
                 if self.js.get_stream(&name).await.is_err() {
-                    return Err(NatsError::js(format!("create stream {name}"), e));
+                    let what = if c.replicas > 1 {
+                        format!(
+                            "create stream {name} (nats.replicas = {} needs a NATS cluster of at least that many JetStream servers)",
+                            c.replicas
+                        )
+                    } else {
+                        format!("create stream {name}")
+                    };
+                    return Err(NatsError::js(what, e));
                 }
             }
         }
@@ -315,7 +339,7 @@ impl Jet {
         name: &str,
         description: &str,
     ) -> Result<async_nats::jetstream::kv::Store, NatsError> {
-        catalog::open_bucket(&self.js, name, description).await
+        catalog::open_bucket(&self.js, name, description, self.config.replicas).await
     }
 
     /// The catalog of generation 0 in the configured key-value bucket
@@ -328,7 +352,7 @@ impl Jet {
     /// for 0, `<bucket>_g<N>` after (created when missing).
     pub async fn catalog_of(&self, generation: u32) -> Result<NatsCatalog, NatsError> {
         let bucket = weft_core::generations::store_name(&self.config.catalog_bucket, generation);
-        NatsCatalog::open(&self.js, &bucket).await
+        NatsCatalog::open(&self.js, &bucket, self.config.replicas).await
     }
 
     /// Removes the catalog bucket of `generation` (not 0's while it may be
@@ -350,7 +374,12 @@ impl Jet {
 
     /// The index generations record (its bucket created when missing).
     pub async fn registry(&self) -> Result<NatsRegistry, NatsError> {
-        NatsRegistry::open(&self.js, &self.config.generations_bucket).await
+        NatsRegistry::open(
+            &self.js,
+            &self.config.generations_bucket,
+            self.config.replicas,
+        )
+        .await
     }
 
     /// Flushes what the client buffered.

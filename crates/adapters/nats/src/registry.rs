@@ -39,16 +39,25 @@ pub struct NatsRegistry {
 pub const READER_TTL: std::time::Duration = std::time::Duration::from_secs(90);
 
 impl NatsRegistry {
-    /// Opens `bucket`, creating it when missing.
-    pub async fn open(js: &jetstream::Context, bucket: &str) -> Result<Self, NatsError> {
-        let store =
-            crate::catalog::open_bucket(js, bucket, "weft index generations: which one is live")
-                .await?;
+    /// Opens `bucket`, creating it (on `replicas` servers) when missing.
+    pub async fn open(
+        js: &jetstream::Context,
+        bucket: &str,
+        replicas: usize,
+    ) -> Result<Self, NatsError> {
+        let store = crate::catalog::open_bucket(
+            js,
+            bucket,
+            "weft index generations: which one is live",
+            replicas,
+        )
+        .await?;
         let readers = crate::catalog::open_bucket_with_age(
             js,
             &format!("{bucket}-readers"),
             "weft index generations: which one each query replica reads",
             Some(READER_TTL),
+            replicas,
         )
         .await?;
         Ok(Self {

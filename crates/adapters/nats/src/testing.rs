@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 /// A running nats-server.
 pub struct NatsServer {
-    child: Child,
+    child: Option<Child>,
     port: u16,
-    _store: tempfile::TempDir,
+    store: tempfile::TempDir,
 }
 
 fn binary() -> PathBuf {
@@ -38,20 +38,39 @@ impl NatsServer {
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .expect("a free port");
+        let mut server = Self {
+            child: None,
+            port,
+            store,
+        };
+        server.restart();
+        server
+    }
+
+    /// Kills it with SIGKILL (no clean shutdown: what JetStream has not
+    /// synced to disk is lost, as in a crash).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again (after [`NatsServer::kill`]) on the same port with
+    /// the same JetStream store, and waits until it accepts connections.
+    pub fn restart(&mut self) {
+        self.kill();
+        let port = self.port;
         let child = Command::new(binary())
             .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-            .arg(store.path())
+            .arg(self.store.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
                 panic!("these tests need nats-server (apt-get install nats-server, or set WEFT_NATS_SERVER): {e}")
             });
-        let server = Self {
-            child,
-            port,
-            _store: store,
-        };
+        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
@@ -60,7 +79,6 @@ impl NatsServer {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        server
     }
 
     /// Its URL.
@@ -81,8 +99,7 @@ impl NatsServer {
 
 impl Drop for NatsServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 

@@ -351,3 +351,82 @@ async fn the_generations_record_is_changed_atomically() {
 fn record_of(project: &str, uri: &str) -> DocumentRecord {
     record(project, uri, "h")
 }
+
+/// A server killed (SIGKILL) and back after longer than a few reconnect
+/// attempts take: the connection is found again (weft reconnects for as
+/// long as it takes), and the streams, buckets and what they held survive
+/// (JetStream on disk).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_and_restarted_later_is_reconnected_with_its_data() {
+    let mut server = NatsServer::start();
+    let jet = Jet::connect(&server.config()).await.unwrap();
+    let catalog = jet.catalog().await.unwrap();
+    catalog
+        .put_documents(&[record("p", "a.md", "h1")])
+        .await
+        .unwrap();
+    let subject = docs_subject(0, "p", "d1");
+    jet.publish(subject.clone(), HeaderMap::new(), "one".into())
+        .await
+        .unwrap();
+
+    server.kill();
+    // Longer than the first ten reconnect attempts take (0.1 s doubling,
+    // at most 5 s each: about 13 s); five attempts would have given up.
+    let down: Duration = (1..=8).map(weft_nats::reconnect_delay).sum();
+    assert!(down > Duration::from_secs(10), "{down:?}");
+    tokio::time::sleep(down).await;
+    server.restart();
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match jet
+            .publish(subject.clone(), HeaderMap::new(), "two".into())
+            .await
+        {
+            Ok(()) => break,
+            Err(e) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "not reconnected 30 s after the restart: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    // The catalog entry written before the crash is there.
+    let records = catalog.documents(Some("p")).await.unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert!(jet.stream_messages("WEFT_DOCS").await.unwrap() >= 1);
+}
+
+/// Streams and buckets are made with `nats.replicas` copies; more copies
+/// than the servers there are is refused, naming the setting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_and_buckets_have_the_configured_replicas() {
+    let server = NatsServer::start();
+    let jet = Jet::connect(&server.config()).await.unwrap();
+    jet.catalog().await.unwrap();
+    jet.registry().await.unwrap();
+    for stream in [
+        "WEFT_DOCS",
+        "WEFT_CHUNKS",
+        "WEFT_DEAD",
+        "KV_weft-catalog",
+        "KV_weft-generations",
+    ] {
+        let mut s = jet.jetstream().get_stream(stream).await.unwrap();
+        assert_eq!(s.info().await.unwrap().config.num_replicas, 1, "{stream}");
+    }
+    let other = NatsServer::start();
+    let config = weft_config::NatsConfig {
+        replicas: 3,
+        ..other.config()
+    };
+    let error = Jet::connect(&config)
+        .await
+        .err()
+        .expect("one server, three replicas");
+    let text = weft_core::error_chain(&error);
+    assert!(text.contains("nats.replicas = 3"), "{text}");
+}

@@ -76,3 +76,63 @@ async fn an_unreachable_qdrant_is_a_clear_error() {
         "error names the server: {message}"
     );
 }
+
+/// With Qdrant's read-only key (what the query service holds): an index
+/// opens for searching and searches; nothing can be created or written;
+/// a collection that does not exist is `NotFound`, not created.
+#[tokio::test]
+async fn a_read_only_key_searches_and_creates_nothing_on_a_live_qdrant() {
+    use weft_core::ports::{ErrorKind, VectorIndex};
+    let Some((url, key)) = live() else { return };
+    let Ok(read_key) = std::env::var("WEFT_TEST_QDRANT_READ_API_KEY") else {
+        eprintln!("skipped: set WEFT_TEST_QDRANT_READ_API_KEY (Qdrant's read_only_api_key)");
+        return;
+    };
+    let name = collection_name();
+    let writer = QdrantVectorIndex::connect(&url, key.clone(), &name, DIM)
+        .await
+        .expect("the write key creates the collection");
+    let outcome = AssertUnwindSafe(async {
+        let chunks = weft_conformance::chunks();
+        writer
+            .upsert(
+                &chunks,
+                &weft_conformance::vectors(chunks.len()),
+                &weft_conformance::keys(&chunks),
+            )
+            .await
+            .expect("write");
+        let reader = QdrantVectorIndex::open_for_search(&url, Some(read_key.clone()), &name, DIM)
+            .await
+            .expect("the read-only key opens it for searching");
+        assert_eq!(reader.count().await.unwrap(), chunks.len() as u64);
+        let error = reader
+            .upsert(
+                &chunks[..1],
+                &weft_conformance::vectors(1),
+                &weft_conformance::keys(&chunks[..1]),
+            )
+            .await
+            .err()
+            .expect("the read-only key cannot write");
+        assert_eq!(error.kind, ErrorKind::PermissionDenied, "{error}");
+        let missing = format!("{name}-missing");
+        let error = QdrantVectorIndex::open_for_search(&url, Some(read_key.clone()), &missing, DIM)
+            .await
+            .err()
+            .expect("no such collection");
+        assert_eq!(error.kind(), ErrorKind::NotFound, "{error}");
+        let error = QdrantVectorIndex::connect(&url, Some(read_key.clone()), &missing, DIM)
+            .await
+            .err()
+            .expect("the read-only key cannot create");
+        assert_eq!(error.kind(), ErrorKind::PermissionDenied, "{error}");
+    })
+    .catch_unwind()
+    .await;
+    let deleted = writer.delete_collection().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+    deleted.expect("delete the test collection");
+}
