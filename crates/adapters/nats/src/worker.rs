@@ -242,6 +242,40 @@ async fn consumer(jet: &Jet, options: &WorkerOptions) -> Result<PullConsumer, Na
         })
 }
 
+/// Removes the messages of the work-queue stream that its consumer has
+/// acknowledged (at or below its ack floor `floor`, with nothing pending)
+/// but the stream still holds. A work queue removes a message when it is
+/// acknowledged; a NATS server killed before it wrote that removal to disk
+/// comes back with the consumer's ack floor past messages its stream still
+/// holds, which no consumer would ever deliver again: the queue would never
+/// drain (seen in the `nats_restart` e2e test: 30 of 240 chunk batches).
+/// Acknowledged means handled (weft acknowledges after the work or the
+/// dead letter), so they go.
+async fn remove_acknowledged(jet: &Jet, options: &WorkerOptions, floor: u64) {
+    let Ok(mut stream) = jet.jetstream().get_stream(&options.stream).await else {
+        return;
+    };
+    let Ok(info) = stream.info().await else {
+        return;
+    };
+    if info.state.messages == 0 || info.state.first_sequence > floor {
+        return;
+    }
+    match stream.purge().sequence(floor + 1).await {
+        Ok(purged) => tracing::warn!(
+            stage = options.stage,
+            stream = %options.stream,
+            removed = purged.purged,
+            "removed messages acknowledged but still held by the work queue (their removal was lost, as in a NATS server crash)"
+        ),
+        Err(e) => tracing::warn!(
+            stage = options.stage,
+            stream = %options.stream,
+            "cannot remove acknowledged messages still held by the work queue: {e}"
+        ),
+    }
+}
+
 /// Pulls and handles messages until `shutdown` completes. A fetch under
 /// way and the batch it brings are finished and answered first (acknowledged,
 /// or NAKed for a retry): nothing fetched is left unanswered.
@@ -259,11 +293,15 @@ pub async fn run_worker(
     let fault_delay = fault_delay();
     tokio::pin!(shutdown);
     loop {
+        let mut acknowledged = None;
         if let Ok(info) = consumer.info().await {
             metrics
                 .pending
                 .with_label_values(&[options.stream.as_str()])
                 .set(info.num_pending as i64);
+            if info.num_pending == 0 && info.num_ack_pending == 0 {
+                acknowledged = Some(info.ack_floor.stream_sequence);
+            }
         }
         let fetch = async {
             let mut batch = consumer
@@ -299,6 +337,9 @@ pub async fn run_worker(
             }
         };
         if messages.is_empty() {
+            if let Some(floor) = acknowledged {
+                remove_acknowledged(jet, options, floor).await;
+            }
             if worked_since_idle {
                 handler.idle().await;
                 worked_since_idle = false;
