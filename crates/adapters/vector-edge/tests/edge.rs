@@ -219,9 +219,9 @@ async fn mismatched_vectors_are_refused() {
 async fn a_second_writer_is_told_who_holds_the_shard_not_to_remove_it() {
     let dir = tempfile::tempdir().unwrap();
     let (writer, chunks) = loaded(dir.path()).await;
-    let err = EdgeVectorIndex::open_or_create(dir.path(), DIM)
-        .err()
-        .expect("one writer at a time");
+    let Err(err) = EdgeVectorIndex::open_or_create(dir.path(), DIM) else {
+        panic!("one writer at a time");
+    };
     assert!(
         matches!(err, VectorIndexError::Locked { ref holder, .. } if holder.as_ref().is_some_and(|h| h.is_this_process())),
         "{err:?}"

@@ -113,8 +113,7 @@ async fn a_read_only_key_searches_and_creates_nothing_on_a_live_qdrant() {
                 &weft_conformance::keys(&chunks[..1]),
             )
             .await
-            .err()
-            .expect("the read-only key cannot write");
+            .expect_err("the read-only key cannot write");
         assert_eq!(error.kind, ErrorKind::PermissionDenied, "{error}");
         let missing = format!("{name}-missing");
         let error = QdrantVectorIndex::open_for_search(&url, Some(read_key.clone()), &missing, DIM)
