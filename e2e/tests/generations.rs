@@ -1,7 +1,8 @@
 //! Zero-downtime rebuilds in the distributed deployment (DESIGN §6): real
 //! nats-server, weft-chunker, weft-embedder and weft-query processes; a
 //! query loop runs while `weft-crawler --rebuild` writes a 32-document
-//! project into a new index generation cut another way, and after. No
+//! project into a new index generation cut another way (killed once with
+//! SIGKILL and run again, which continues that generation), and after. No
 //! query fails, every answer comes from exactly one generation (its chunks
 //! are all of that generation's cut), answers after the switch come from
 //! the new generation, and the old one is removed after the grace period.
@@ -327,17 +328,47 @@ async fn rebuild_under_a_query_loop(stores: Stores) {
     // crawler's new chunking settings, as an operator rolls them out.
     chunker.stop();
     let mut chunker = Service::start("chunker-2", "weft-chunker", &[], &new_cut_env, logs.path());
-    let rebuild = crawl(
-        &[
-            &tree_arg,
-            "--project",
-            PROJECT,
-            "--rebuild",
-            "--wait-secs",
-            "600",
-        ],
-        &new_cut_env,
-    );
+    let rebuild_args = [
+        tree_arg.as_str(),
+        "--project",
+        PROJECT,
+        "--rebuild",
+        "--wait-secs",
+        "600",
+    ];
+    // The first rebuild is killed (SIGKILL) once its generation exists; run
+    // again, as a Job retries its pod, it continues that generation.
+    let mut killed = std::process::Command::new(weft_e2e::bin("weft-crawler"));
+    killed
+        .args(rebuild_args)
+        .arg("--json")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    for (k, v) in &new_cut_env {
+        killed.env(k, v);
+    }
+    let mut killed = killed.spawn().expect("start weft-crawler --rebuild");
+    let registry = jet.registry().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        use weft_core::ports::GenerationRegistry as _;
+        if registry
+            .load()
+            .await
+            .is_ok_and(|r| r.building().is_some_and(|g| g.number == 1))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the rebuild made no generation 1 in 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let rebuild = crawl(&rebuild_args, &new_cut_env);
     let switched_at = Instant::now();
     assert_eq!(rebuild["generation"], 1, "{rebuild:#}");
     let switch = &rebuild["switch"];
