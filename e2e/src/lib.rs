@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod otlp;
+pub mod tei;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

