@@ -28,6 +28,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates=20230311+deb12u1 \
       git=1:2.39.5-0+deb12u3 \
+      openssh-client=1:9.2p1-2+deb12u10 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 weft \
  && useradd --system --uid 10001 --gid weft --home-dir /var/lib/weft --no-create-home weft

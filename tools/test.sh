@@ -33,6 +33,14 @@ if ! command -v nats-server >/dev/null && [ ! -x /usr/sbin/nats-server ]; then
 fi
 "${WEFT_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}" --version
 
+step "openssh-server: a real sshd for the private-repository tests (git over ssh)"
+if [ ! -x /usr/sbin/sshd ]; then
+  if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+  "${apt_get[@]}" update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq --no-install-recommends openssh-server >/dev/null
+fi
+/usr/sbin/sshd -V 2>&1 | head -n 1 || true
+
 step "fetch real corpora"
 if dirs=$(tools/fetch-real-corpora.sh | tail -n 1); then
   export WEFT_REAL_CORPUS_DIRS="$dirs"

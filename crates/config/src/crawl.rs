@@ -2,6 +2,8 @@
 //! crawler may reach, the credentials sites get, and the transports the
 //! distributed crawler's git may use (SECURITY.md).
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::bad;
@@ -56,6 +58,24 @@ pub struct CrawlConfig {
     /// sent only to requests on the entry's origin, and only by a crawl
     /// that starts there.
     pub site_credentials: Vec<SiteCredential>,
+    /// Credentials for git over http(s), one entry per origin
+    /// (`https://git.example.com`), in the shape of `site_credentials`: a
+    /// `username` with `password_env` or `password_file` (HTTP Basic; a
+    /// host's access token is such a password, e.g. user `x-access-token`
+    /// on GitHub), or `token_env` / `token_file` (`Authorization: Bearer`).
+    /// The secret is read when a crawl starts (from a mounted Secret's file,
+    /// say) and given to git in its environment, through a credential
+    /// helper or an extra header scoped to that origin: never on git's
+    /// command line, in a URL, a log or `--json`. A repository URL must not
+    /// hold credentials itself where these are set.
+    pub git_credentials: Vec<SiteCredential>,
+    /// The private key git's ssh logs in with (a mounted Secret's file,
+    /// e.g. `/etc/weft-git/id_ed25519`). Needs `git_known_hosts_file`.
+    pub git_ssh_key_file: Option<PathBuf>,
+    /// The `known_hosts` file ssh checks git servers' host keys against:
+    /// a host missing from it, or with another key, is refused
+    /// (`StrictHostKeyChecking=yes`; never `no`).
+    pub git_known_hosts_file: Option<PathBuf>,
 }
 
 /// The transports `crawl.git_protocols` may name.
@@ -84,6 +104,9 @@ impl Default for CrawlConfig {
             proxy: None,
             git_protocols: vec!["https".into(), "ssh".into()],
             site_credentials: Vec::new(),
+            git_credentials: Vec::new(),
+            git_ssh_key_file: None,
+            git_known_hosts_file: None,
         }
     }
 }
@@ -169,7 +192,41 @@ impl CrawlConfig {
                 );
             }
         }
-        validate_all(&self.site_credentials)
+        validate_all("crawl.site_credentials", &self.site_credentials)?;
+        validate_all("crawl.git_credentials", &self.git_credentials)?;
+        if self.git_ssh_key_file.is_some() && self.git_known_hosts_file.is_none() {
+            return bad(
+                "crawl.git_ssh_key_file",
+                "needs crawl.git_known_hosts_file: ssh checks each git server's host key against it (an unknown host is refused, never trusted on first use)",
+            );
+        }
+        for (key, path) in [
+            ("crawl.git_ssh_key_file", &self.git_ssh_key_file),
+            ("crawl.git_known_hosts_file", &self.git_known_hosts_file),
+        ] {
+            if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+                return bad(key, "names no file");
+            }
+        }
+        Ok(())
+    }
+
+    /// The credentials `git_credentials` gives, each with its origin, the
+    /// secrets read now. Errors name the entry's field and the variable or
+    /// file, never the secret.
+    pub fn git_auth(&self) -> Result<Vec<(url::Origin, SiteAuth)>, InvalidSetting> {
+        self.git_credentials
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| {
+                let key = format!("crawl.git_credentials[{i}]");
+                let origin = entry.parsed_origin().map_err(|message| InvalidSetting {
+                    key: format!("{key}.origin"),
+                    message,
+                })?;
+                Ok((origin, entry.read(&key)?))
+            })
+            .collect()
     }
 }
 

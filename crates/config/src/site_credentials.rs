@@ -253,10 +253,13 @@ impl SiteCredential {
 
 /// Checks every entry of `crawl.site_credentials`, and that no origin is
 /// listed twice.
-pub(crate) fn validate_all(entries: &[SiteCredential]) -> Result<(), InvalidSetting> {
+pub(crate) fn validate_all(
+    setting: &str,
+    entries: &[SiteCredential],
+) -> Result<(), InvalidSetting> {
     let mut origins: Vec<url::Origin> = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
-        let key = format!("crawl.site_credentials[{i}]");
+        let key = format!("{setting}[{i}]");
         entry.validate(&key)?;
         let origin = entry
             .parsed_origin()

@@ -603,7 +603,7 @@ pub async fn serve(
     // removed unseen. SERVING again once it is read.
     let _health = match &server.stacks {
         Stacks::Live(live) => Some(AbortOnDrop(tokio::spawn(report_following(
-            live.clone(),
+            live.follow_state(),
             health.clone(),
         )))),
         Stacks::Fixed { .. } => None,
@@ -672,7 +672,7 @@ impl Drop for AbortOnDrop {
 /// whether it follows the live generation ([`weft_wiring::LiveQuery::following`]),
 /// checked every [`FOLLOW_EVERY`].
 async fn report_following(
-    live: weft_wiring::LiveQuery,
+    live: weft_wiring::FollowState,
     health: tonic_health::server::HealthReporter,
 ) {
     let mut serving = true;

@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use weft_config::CrawlConfig;
 use weft_config::InvalidSetting;
+use weft_config::SiteAuth;
 
 use super::net::NetworkPolicy;
 
@@ -75,6 +76,11 @@ pub struct GitPolicy {
     protocols: Vec<String>,
     network: Option<Arc<NetworkPolicy>>,
     proxy: Option<String>,
+    /// `crawl.git_credentials`, read: what each http(s) origin gets.
+    credentials: Vec<(url::Origin, SiteAuth)>,
+    /// `crawl.git_ssh_key_file` and `crawl.git_known_hosts_file`.
+    ssh_key: Option<PathBuf>,
+    known_hosts: Option<PathBuf>,
 }
 
 impl fmt::Debug for GitPolicy {
@@ -83,6 +89,16 @@ impl fmt::Debug for GitPolicy {
             .field("protocols", &self.protocols)
             .field("network", &self.network)
             .field("proxy", &self.proxy.as_deref().map(redact_url))
+            .field(
+                "credentials",
+                &self
+                    .credentials
+                    .iter()
+                    .map(|(o, _)| o.ascii_serialization())
+                    .collect::<Vec<_>>(),
+            )
+            .field("ssh_key", &self.ssh_key)
+            .field("known_hosts", &self.known_hosts)
             .finish()
     }
 }
@@ -97,19 +113,48 @@ impl GitPolicy {
                 .to_vec(),
             network: None,
             proxy: None,
+            credentials: Vec::new(),
+            ssh_key: None,
+            known_hosts: None,
         }
     }
 
     /// The distributed crawler: the transports of `crawl.git_protocols`
     /// (default https and ssh: no local repositories), public addresses
-    /// plus `crawl.allow_private_networks`, `crawl.proxy` or none.
+    /// plus `crawl.allow_private_networks`, `crawl.proxy` or none; the
+    /// credentials of `crawl.git_credentials` (their secrets read now) and
+    /// the ssh key and known hosts of `crawl.git_ssh_key_file` /
+    /// `crawl.git_known_hosts_file`.
     pub fn from_crawl_config(config: &CrawlConfig) -> Result<Self, InvalidSetting> {
         Ok(Self {
             protocols: config.git_protocols.clone(),
             network: Some(Arc::new(NetworkPolicy::from_config(config)?)),
             proxy: config.proxy.clone(),
+            credentials: config.git_auth()?,
+            ssh_key: config.git_ssh_key_file.clone(),
+            known_hosts: config.git_known_hosts_file.clone(),
         })
     }
+
+    /// The `ssh` command git runs: no prompt ever; with a key, that key
+    /// alone; with known hosts, those alone, strictly.
+    fn ssh_command(&self) -> String {
+        let mut command = String::from("ssh -o BatchMode=yes");
+        if let Some(key) = &self.ssh_key {
+            command.push_str(" -o IdentitiesOnly=yes -i ");
+            command.push_str(&shell_quote(&key.to_string_lossy()));
+        }
+        if let Some(known) = &self.known_hosts {
+            command.push_str(" -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null -o UserKnownHostsFile=");
+            command.push_str(&shell_quote(&known.to_string_lossy()));
+        }
+        command
+    }
+}
+
+/// `text` as one word for the shell git runs `GIT_SSH_COMMAND` with.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// A local checkout of a remote repository.
@@ -331,7 +376,37 @@ impl GitRepo {
     /// checked addresses pinned (http(s)), no redirects, no proxy but the
     /// configured one.
     fn network_settings(&self, command: &mut Command, remote: &Remote, pins: &[IpAddr]) {
-        if let Some((user, password)) = &remote.credentials {
+        // Credentials of the URL, else of crawl.git_credentials for its
+        // origin: in git's environment, never on its command line.
+        let configured = || {
+            let origin = url::Url::parse(&remote.origin).ok()?.origin();
+            self.policy
+                .credentials
+                .iter()
+                .find(|(o, _)| *o == origin)
+                .map(|(_, auth)| auth)
+        };
+        let basic = match (&remote.credentials, configured()) {
+            (Some((user, password)), _) => Some((user.as_str(), password.as_str())),
+            (None, Some(SiteAuth::Basic { username, password })) => {
+                Some((username.as_str(), password.expose()))
+            }
+            (None, Some(SiteAuth::Bearer(token))) => {
+                command
+                    .env("GIT_CONFIG_COUNT", "1")
+                    .env(
+                        "GIT_CONFIG_KEY_0",
+                        format!("http.{}/.extraHeader", remote.origin),
+                    )
+                    .env(
+                        "GIT_CONFIG_VALUE_0",
+                        format!("Authorization: Bearer {}", token.expose()),
+                    );
+                None
+            }
+            (None, None) => None,
+        };
+        if let Some((user, password)) = basic {
             let key = format!("credential.{}.helper", remote.origin);
             command
                 .arg("-c")
@@ -354,7 +429,7 @@ impl GitRepo {
                 "http.proxy={}",
                 self.policy.proxy.as_deref().unwrap_or("")
             ))
-            .env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+            .env("GIT_SSH_COMMAND", self.policy.ssh_command())
             .env_remove("GIT_ASKPASS")
             .env_remove("SSH_ASKPASS");
         for var in [
@@ -425,7 +500,8 @@ impl GitRepo {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
-    /// `text` with the URL's credentials replaced by `***`.
+    /// `text` with the URL's credentials, and those of
+    /// `crawl.git_credentials`, replaced by `***`.
     fn redact(&self, text: &str) -> String {
         let mut text = text.replace(&self.url, &redact_url(&self.url));
         if let Ok(Remote {
@@ -437,6 +513,16 @@ impl GitRepo {
                 if secret.len() >= 4 {
                     text = text.replace(&secret, "***");
                 }
+            }
+        }
+        // And the secrets of crawl.git_credentials.
+        for (_, auth) in &self.policy.credentials {
+            let secret = match auth {
+                SiteAuth::Basic { password, .. } => password.expose(),
+                SiteAuth::Bearer(token) => token.expose(),
+            };
+            if secret.len() >= 4 {
+                text = text.replace(secret, "***");
             }
         }
         text

@@ -43,7 +43,7 @@ pub use embedding::{
     EmbedBatching, EmbedderSetupError, LazyEmbedder, embedder_from_config, embedder_tag,
 };
 pub use query::{
-    ANNOUNCE_EVERY, LiveQuery, LiveSource, QueryEmbedder, QueryStack, open_query,
+    ANNOUNCE_EVERY, FollowState, LiveQuery, LiveSource, QueryEmbedder, QueryStack, open_query,
     open_query_generation, query_engine,
 };
 pub use stores::{

@@ -198,6 +198,18 @@ pub fn query_engine(
     ))
 }
 
+/// Whether a [`LiveQuery`] follows the live generation's record
+/// ([`LiveQuery::follow_state`]).
+#[derive(Clone, Debug)]
+pub struct FollowState(Arc<std::sync::atomic::AtomicBool>);
+
+impl FollowState {
+    /// [`LiveQuery::following`].
+    pub fn following(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// Where the live generation is recorded, for a reader that follows it.
 #[derive(Clone)]
 pub enum LiveSource {
@@ -276,6 +288,12 @@ impl LiveQuery {
     /// reports it, so that traffic goes to replicas that follow.
     pub fn following(&self) -> bool {
         self.following.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// [`LiveQuery::following`], readable without holding the stores open
+    /// (for a health reporter that may outlive the server).
+    pub fn follow_state(&self) -> FollowState {
+        FollowState(self.following.clone())
     }
 
     /// The stack queries starting now read.
