@@ -1125,8 +1125,9 @@ async fn every_overlay_runs_as_local_processes() {
 
 /// Each crawl Job (a CronJob's template included) of every overlay: a pod
 /// the Job retries continues the run (`--resume-within-secs` is the Job's
-/// `activeDeadlineSeconds`), and its log shows each source and a rebuild's
-/// switch (`WEFT_LOG` at info for weft).
+/// `activeDeadlineSeconds`), its log shows each source and a rebuild's
+/// switch (`WEFT_LOG` at info for weft), and its checkouts' volume is as
+/// large as the container's ephemeral-storage limit.
 #[test]
 fn every_crawl_job_resumes_within_its_deadline_and_logs_at_info() {
     let kubectl = k8s::kubectl();
@@ -1190,6 +1191,19 @@ fn every_crawl_job_resumes_within_its_deadline_and_logs_at_info() {
                 assert_eq!(
                     window, deadline,
                     "{id}: a pod retried after {window} s would not continue the run"
+                );
+                // The checkouts' volume may fill what the container may use
+                // (and no more: past its sizeLimit the pod is evicted).
+                let size_limit = job["template"]["spec"]["volumes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|v| v["name"] == "data")
+                    .and_then(|v| v["emptyDir"]["sizeLimit"].as_str());
+                let storage = container["resources"]["limits"]["ephemeral-storage"].as_str();
+                assert_eq!(
+                    size_limit, storage,
+                    "{id}: the checkouts' emptyDir sizeLimit and the container's ephemeral-storage limit differ"
                 );
                 checked += 1;
             }
