@@ -235,7 +235,9 @@ impl GitRepo {
             self.run(&["remote", "set-url", "origin", &remote.url], |_| {})?;
             self.run(&["config", "core.symlinks", "false"], |_| {})?;
             self.run(&["fetch", "--quiet", "origin", "HEAD"], network)?;
-            self.run(&["reset", "--quiet", "--hard", "FETCH_HEAD"], |_| {})?;
+            // A partial clone fetches the blobs it checks out here: with the
+            // same settings (credentials, pinned addresses) as the fetch.
+            self.run(&["reset", "--quiet", "--hard", "FETCH_HEAD"], network)?;
             self.replace_symlinks()?;
         } else {
             if let Some(parent) = self.dir.parent() {
@@ -250,6 +252,11 @@ impl GitRepo {
                 &[
                     "clone",
                     "--quiet",
+                    // A partial clone: commits and trees of the whole
+                    // history (the diff-based re-index needs them), blobs
+                    // only as checked out, so a checkout's disk stays near
+                    // its working tree. A server without filters sends all.
+                    "--filter=blob:none",
                     "--config",
                     "core.symlinks=false",
                     "--",

@@ -225,6 +225,12 @@ fn bare_repository(dir: &Path) -> PathBuf {
         .args(["clone", "-q", "--bare"])
         .arg(&work)
         .arg(root.join("private.git")));
+    // Filters allowed: the crawler's partial clone fetches the blobs it
+    // checks out in a second request, which needs the credentials too.
+    run(Command::new("git")
+        .arg("-C")
+        .arg(root.join("private.git"))
+        .args(["config", "uploadpack.allowFilter", "true"]));
     root
 }
 
@@ -282,6 +288,13 @@ fn a_private_repository_is_cloned_over_https_with_the_configured_credentials_onl
         .sync()
         .unwrap_or_else(|e| panic!("clone with the configured password: {e}"));
     assert!(checkout.join("src/private.rs").exists());
+    let filter = Command::new("git")
+        .arg("-C")
+        .arg(&checkout)
+        .args(["config", "remote.origin.partialclonefilter"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&filter.stdout).trim(), "blob:none");
 
     // A Bearer token from its file: cloned.
     let policy =
