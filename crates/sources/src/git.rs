@@ -247,24 +247,20 @@ impl GitRepo {
                 })?;
             }
             let dir = self.dir.to_string_lossy().into_owned();
-            self.run_in(
-                None,
-                &[
-                    "clone",
-                    "--quiet",
-                    // A partial clone: commits and trees of the whole
-                    // history (the diff-based re-index needs them), blobs
-                    // only as checked out, so a checkout's disk stays near
-                    // its working tree. A server without filters sends all.
-                    "--filter=blob:none",
-                    "--config",
-                    "core.symlinks=false",
-                    "--",
-                    &remote.url,
-                    &dir,
-                ],
-                network,
-            )?;
+            let mut args = vec!["clone", "--quiet"];
+            // A partial clone: commits and trees of the whole history (the
+            // diff-based re-index needs them), blobs only as checked out,
+            // so a checkout's disk stays near its working tree. Only where
+            // git speaks protocol v2, which fetches those blobs by id later:
+            // over ssh the server's sshd must pass GIT_PROTOCOL on (many do
+            // not), and a v0 server that allows filters but not fetching
+            // blobs by id would fail the checkout. A server without
+            // filters sends everything.
+            if matches!(remote.transport, "https" | "http" | "file") {
+                args.push("--filter=blob:none");
+            }
+            args.extend(["--config", "core.symlinks=false", "--", &remote.url, &dir]);
+            self.run_in(None, &args, network)?;
         }
         self.head()
     }
