@@ -30,6 +30,30 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
+/// What the default chunkers make of the tree at `root` indexed as
+/// `project`: chunk count per document id (0 for a file they skip), the
+/// exact count the stores must hold once it is indexed.
+pub fn expected_chunks(
+    root: &Path,
+    project: &str,
+) -> std::collections::BTreeMap<weft_core::DocumentId, u32> {
+    let chunker = weft_chunking::Chunker::new(Default::default()).expect("default chunkers");
+    let selection = weft_sources::DirSelection::new(&weft_config::SourcesConfig::default())
+        .expect("default selection");
+    weft_sources::walk_dir(root, &selection)
+        .files
+        .into_iter()
+        .map(|(uri, path)| {
+            let bytes = std::fs::read(path).expect("a listed file");
+            let n = chunker
+                .chunk_bytes(project, &uri, &bytes)
+                .map(|d| d.chunks.len() as u32)
+                .unwrap_or(0);
+            (weft_core::DocumentId::new(project, &uri), n)
+        })
+        .collect()
+}
+
 /// The embedding model directory: `WEFT_MODEL_DIR`, else where tools/fetch-model.sh puts it.
 pub fn model_dir() -> PathBuf {
     std::env::var_os("WEFT_MODEL_DIR")

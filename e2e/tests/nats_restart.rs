@@ -47,25 +47,6 @@ fn write_tree(root: &Path) {
     }
 }
 
-/// What the chunkers make of the tree: chunk count per document id.
-fn expected_chunks(root: &Path) -> BTreeMap<DocumentId, u32> {
-    let chunker = weft_chunking::Chunker::new(Default::default()).unwrap();
-    let selection =
-        weft_sources::DirSelection::new(&weft_config::SourcesConfig::default()).unwrap();
-    weft_sources::walk_dir(root, &selection)
-        .files
-        .into_iter()
-        .map(|(uri, path)| {
-            let bytes = std::fs::read(path).unwrap();
-            let n = chunker
-                .chunk_bytes(PROJECT, &uri, &bytes)
-                .map(|d| d.chunks.len() as u32)
-                .unwrap_or(0);
-            (DocumentId::new(PROJECT, &uri), n)
-        })
-        .collect()
-}
-
 /// Records of the project in the catalog, or `None` while NATS is away.
 async fn records(catalog: &weft_nats::NatsCatalog) -> Option<usize> {
     catalog.documents(Some(PROJECT)).await.ok().map(|r| r.len())
@@ -132,7 +113,7 @@ async fn nats_restart_mid_run_twice_loses_and_duplicates_nothing() {
     let data = tempfile::tempdir().unwrap();
     let logs = tempfile::tempdir().unwrap();
     write_tree(tree.path());
-    let expected = expected_chunks(tree.path());
+    let expected = weft_e2e::expected_chunks(tree.path(), PROJECT);
     assert_eq!(expected.len(), FILES);
     let env = vec![
         ("WEFT__NATS__URL", nats.url()),

@@ -48,25 +48,6 @@ fn write_tree(root: &Path, files: usize) {
     std::fs::write(root.join("logo.png"), [0x89, b'P', b'N', b'G', 0, 0, 1, 2]).unwrap();
 }
 
-/// What the chunkers make of the tree: chunk count per document id.
-fn expected_chunks(root: &Path) -> BTreeMap<DocumentId, u32> {
-    let chunker = weft_chunking::Chunker::new(Default::default()).unwrap();
-    let selection =
-        weft_sources::DirSelection::new(&weft_config::SourcesConfig::default()).unwrap();
-    weft_sources::walk_dir(root, &selection)
-        .files
-        .into_iter()
-        .map(|(uri, path)| {
-            let bytes = std::fs::read(path).unwrap();
-            let n = chunker
-                .chunk_bytes(PROJECT, &uri, &bytes)
-                .map(|d| d.chunks.len() as u32)
-                .unwrap_or(0);
-            (DocumentId::new(PROJECT, &uri), n)
-        })
-        .collect()
-}
-
 struct Pipeline {
     jet: Jet,
     catalog: weft_nats::NatsCatalog,
@@ -126,7 +107,7 @@ async fn crawl_chunk_embed_query_with_crashes_changes_and_poison() {
     let data = tempfile::tempdir().unwrap();
     let logs = tempfile::tempdir().unwrap();
     write_tree(tree.path(), 36);
-    let expected = expected_chunks(tree.path());
+    let expected = weft_e2e::expected_chunks(tree.path(), PROJECT);
     let documents = expected.len();
     assert_eq!(documents, 38);
 
@@ -310,7 +291,7 @@ async fn crawl_chunk_embed_query_with_crashes_changes_and_poison() {
     assert_eq!(first["sources"][0]["documents_published"], 1, "{first}");
     assert_eq!(second["sources"][0]["documents_published"], 1, "{second}");
     assert_eq!(second["sources"][0]["documents_deleted"], 1, "{second}");
-    let expected = expected_chunks(tree.path());
+    let expected = weft_e2e::expected_chunks(tree.path(), PROJECT);
     pipeline
         .drained(expected.len(), &mut [&mut chunker_b, &mut embedder])
         .await;

@@ -65,6 +65,18 @@ pub fn describe(holder: Option<&LockHolder>) -> String {
     }
 }
 
+/// What an error says of a store another process holds the write lock of
+/// (after "text index in DIR "): who holds it, that the store is not
+/// damaged, and what to do. The one wording every embedded store uses.
+pub fn written_elsewhere(holder: Option<&LockHolder>) -> String {
+    format!(
+        "is being written by {}: one process writes it at a time. Nothing is wrong with the \
+         index: let that process finish or stop it (readers such as weft-query open it \
+         read-only and need no lock)",
+        describe(holder)
+    )
+}
+
 /// The process holding a lock (`flock`, POSIX or open-file-description
 /// lock, granted, not waiting) on `path`, if one can be seen. `None` when
 /// the file is not locked, cannot be read, or this system has no lock

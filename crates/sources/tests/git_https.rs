@@ -17,18 +17,12 @@ use base64::Engine as _;
 use weft_config::{CrawlConfig, SiteCredential};
 use weft_sources::{GitPolicy, GitRepo};
 
+mod common;
+use common::bare_repository;
+
 const BACKEND: &str = "/usr/lib/git-core/git-http-backend";
 const PASSWORD: &str = "s3cret-pass-word";
 const TOKEN: &str = "tok-0123456789abcdef";
-
-fn run(command: &mut Command) {
-    let out = command.output().expect("run a command");
-    assert!(
-        out.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// A CA and a certificate for `localhost` it signed: (CA PEM, cert DER, key DER).
 fn certificates() -> (String, Vec<u8>, Vec<u8>) {
@@ -201,39 +195,6 @@ fn serve(root: PathBuf, cert: Vec<u8>, key: Vec<u8>) -> u16 {
     port
 }
 
-fn bare_repository(dir: &Path) -> PathBuf {
-    let work = dir.join("work");
-    std::fs::create_dir_all(work.join("src")).unwrap();
-    std::fs::write(
-        work.join("src/private.rs"),
-        "pub fn private() -> u8 { 7 }\n",
-    )
-    .unwrap();
-    let git = |args: &[&str]| {
-        run(Command::new("git")
-            .arg("-C")
-            .arg(&work)
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args));
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&["add", "."]);
-    git(&["commit", "-q", "-m", "first"]);
-    let root = dir.join("repos");
-    std::fs::create_dir_all(&root).unwrap();
-    run(Command::new("git")
-        .args(["clone", "-q", "--bare"])
-        .arg(&work)
-        .arg(root.join("private.git")));
-    // Filters allowed: the crawler's partial clone fetches the blobs it
-    // checks out in a second request, which needs the credentials too.
-    run(Command::new("git")
-        .arg("-C")
-        .arg(root.join("private.git"))
-        .args(["config", "uploadpack.allowFilter", "true"]));
-    root
-}
-
 fn config(credentials: Vec<SiteCredential>) -> CrawlConfig {
     let config = CrawlConfig {
         git_protocols: vec!["https".into()],
@@ -263,7 +224,14 @@ fn a_private_repository_is_cloned_over_https_with_the_configured_credentials_onl
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let root = bare_repository(dir.path());
+    // Filters allowed: the crawler's partial clone fetches the blobs it
+    // checks out in a second request, which needs the credentials too.
+    let bare = bare_repository(
+        dir.path(),
+        "src/private.rs",
+        "pub fn private() -> u8 { 7 }\n",
+    );
+    let root = bare.parent().unwrap().to_owned();
     let (ca, cert, key) = certificates();
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, ca).unwrap();

@@ -47,11 +47,10 @@ pub(crate) fn open_embedded_read_only(
     dir: &Path,
     dimension: usize,
 ) -> Result<(Arc<dyn VectorIndex>, TantivyTextIndex), DataDirError> {
-    let vectors =
-        weft_vector_edge::EdgeVectorIndex::open_read_only(&dir.join("vectors"), dimension)
-            .map_err(|e| DataDirError::store("vector index", dir, e))?;
-    let text = open_text_read_only(dir)?;
-    Ok((Arc::new(vectors), text))
+    Ok((
+        open_vectors_read_only(dir, dimension)?,
+        open_text_read_only(dir)?,
+    ))
 }
 
 /// Without qdrant-edge there is no embedded vector index.

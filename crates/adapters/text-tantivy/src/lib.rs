@@ -113,10 +113,8 @@ pub enum TextIndexError {
     /// Another writer holds the index's writer lock: a live process, not a
     /// damaged index.
     #[error(
-        "text index in {dir} is being written by {}: one process writes it at a time. \
-         Nothing is wrong with the index: let that process finish or stop it (readers such \
-         as weft-query open it read-only and need no lock)",
-        weft_file_locks::describe(holder.as_ref())
+        "text index in {dir} {}",
+        weft_file_locks::written_elsewhere(holder.as_ref())
     )]
     Locked {
         /// The index directory.

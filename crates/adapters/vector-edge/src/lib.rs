@@ -63,10 +63,8 @@ pub enum VectorIndexError {
     /// Another process holds the shard's write-ahead log: a live writer,
     /// not a damaged index.
     #[error(
-        "vector index {path} is being written by {}: one process writes it at a time. \
-         Nothing is wrong with the index: let that process finish or stop it (readers such \
-         as weft-query open it read-only and need no lock)",
-        weft_file_locks::describe(holder.as_ref())
+        "vector index {path} {}",
+        weft_file_locks::written_elsewhere(holder.as_ref())
     )]
     Locked {
         /// The shard directory.
