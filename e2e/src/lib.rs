@@ -11,9 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The directory holding the workspace's binaries (target/debug), found
-/// from the test executable (target/debug/deps/…).
+/// The directory holding the service binaries: `WEFT_E2E_BIN_DIR` when set
+/// (deploy/smoke-containers.sh points it at wrappers that run each binary
+/// in the runtime image), else the workspace's target/debug, found from the
+/// test executable (target/debug/deps/…).
 pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("WEFT_E2E_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
     let exe = std::env::current_exe().expect("the test's path");
     let deps = exe.parent().expect("deps");
     deps.parent().expect("target/debug").to_owned()
