@@ -781,6 +781,114 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
         }
     }
 
+    // 4d. Every `deploy/generations-job.sh` line of deploy/README.md: the
+    // script, with a kubectl that answers `create job --from=cronjob/…`
+    // with the rendered CronJob's Job (what the API server does) and keeps
+    // what `create -f -` is given, the real kubectl doing the patch. The Job
+    // made is the CronJob's own but for its arguments and no retry, and it
+    // runs as 4c's commands do.
+    let admin_lines: Vec<&str> = readme
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("deploy/generations-job.sh "))
+        .collect();
+    assert!(
+        !admin_lines.is_empty(),
+        "deploy/README.md shows no deploy/generations-job.sh line"
+    );
+    let template = objects
+        .iter()
+        .find(|o| o["kind"] == "CronJob" && o["metadata"]["name"] == "weft-generations-gc")
+        .unwrap_or_else(|| panic!("overlay {name}: no CronJob weft-generations-gc"));
+    let gc_plan = plans
+        .iter()
+        .find(|p| p.workload == "CronJob/weft-generations-gc" && !p.init)
+        .unwrap_or_else(|| {
+            panic!("overlay {name}: the CronJob weft-generations-gc does not run here")
+        });
+    let fake_dir = root.path().join("admin-kubectl");
+    std::fs::create_dir_all(&fake_dir).unwrap();
+    let from_cronjob = serde_json::json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "from-cronjob"},
+        "spec": template["spec"]["jobTemplate"]["spec"],
+    });
+    std::fs::write(fake_dir.join("job.json"), from_cronjob.to_string()).unwrap();
+    let fake = fake_dir.join("kubectl");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/usr/bin/env bash\nset -e\nfor a in \"$@\"; do case \"$a\" in --from=cronjob/weft-generations-gc) cat {dir}/job.json; exit 0;; patch) exec {real} \"$@\";; esac; done\nif [[ \" $* \" == *\" create -f - \"* ]]; then cat > {dir}/created.json; echo created; exit 0; fi\necho \"unexpected kubectl $*\" >&2; exit 1\n",
+            dir = fake_dir.display(),
+            real = kubectl.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for line in admin_lines {
+        let command = line.split(" #").next().unwrap_or(line).trim();
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let _ = std::fs::remove_file(fake_dir.join("created.json"));
+        let out = std::process::Command::new(k8s::repo_root().join(words[0]))
+            .args(&words[1..])
+            .env("KUBECTL", &fake)
+            .output()
+            .expect("deploy/generations-job.sh runs");
+        assert!(
+            out.status.success(),
+            "deploy/README.md `{line}`: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let created: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(fake_dir.join("created.json")).expect("a Job was created"),
+        )
+        .expect("the created Job is JSON");
+        let args: Vec<String> = created["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(
+            created["spec"]["backoffLimit"], 0,
+            "`{line}`: an admin Job is not retried"
+        );
+        let mut same = created["spec"].clone();
+        same["backoffLimit"] = from_cronjob["spec"]["backoffLimit"].clone();
+        same["template"]["spec"]["containers"][0]["args"] =
+            from_cronjob["spec"]["template"]["spec"]["containers"][0]["args"].clone();
+        assert_eq!(
+            same, from_cronjob["spec"],
+            "`{line}`: the Job is the CronJob's but for its arguments"
+        );
+        let mut plan = embedded(gc_plan);
+        plan.id = format!("deploy/README.md `{line}`");
+        plan.args = args.clone();
+        let mut proc = plan.spawn(&logs).unwrap_or_else(|e| panic!("{e}"));
+        let Some(status) = proc.wait(Duration::from_secs(120)) else {
+            fail(&proc, "did not complete in 120 s")
+        };
+        let number = args.iter().rev().find(|a| a.parse::<u32>().is_ok());
+        if status.success() {
+            checks.push(format!(
+                "{}: a Job running {}: exit 0",
+                plan.id,
+                args.join(" ")
+            ));
+        } else if let Some(n) = number
+            && status.code() != Some(2)
+            && proc.stderr().contains(&format!("generation {n}"))
+        {
+            checks.push(format!(
+                "{}: refused for its example generation {n}",
+                plan.id
+            ));
+        } else {
+            fail(&proc, &format!("exited with {status}"));
+        }
+    }
+
     // 4b. What the autoscalers read exists: every KEDA nats-jetstream
     // trigger names a stream and a durable consumer its target's workers
     // created, and every HPA external metric is on its target's /metrics
@@ -1126,8 +1234,9 @@ async fn every_overlay_runs_as_local_processes() {
 /// Each crawl Job (a CronJob's template included) of every overlay: a pod
 /// the Job retries continues the run (`--resume-within-secs` is the Job's
 /// `activeDeadlineSeconds`), its log shows each source and a rebuild's
-/// switch (`WEFT_LOG` at info for weft), and its checkouts' volume is as
-/// large as the container's ephemeral-storage limit.
+/// switch (`WEFT_LOG` at info for weft), its checkouts' emptyDir is as
+/// large as the container's ephemeral-storage limit (or a claim holds
+/// them), and `crawl.max_checkout_bytes` keeps them well within it.
 #[test]
 fn every_crawl_job_resumes_within_its_deadline_and_logs_at_info() {
     let kubectl = k8s::kubectl();
@@ -1138,7 +1247,8 @@ fn every_crawl_job_resumes_within_its_deadline_and_logs_at_info() {
         if !dir.join("kustomization.yaml").exists() {
             continue;
         }
-        for object in k8s::render(&kubectl, &dir).unwrap_or_else(|e| panic!("{e}")) {
+        let objects = k8s::render(&kubectl, &dir).unwrap_or_else(|e| panic!("{e}"));
+        for object in &objects {
             let job = match object["kind"].as_str() {
                 Some("CronJob") => &object["spec"]["jobTemplate"]["spec"],
                 Some("Job") => &object["spec"],
@@ -1192,22 +1302,132 @@ fn every_crawl_job_resumes_within_its_deadline_and_logs_at_info() {
                     window, deadline,
                     "{id}: a pod retried after {window} s would not continue the run"
                 );
-                // The checkouts' volume may fill what the container may use
-                // (and no more: past its sizeLimit the pod is evicted).
-                let size_limit = job["template"]["spec"]["volumes"]
+                // The checkouts' volume: an emptyDir as large as the
+                // container's ephemeral-storage limit (past its sizeLimit
+                // the pod is evicted), or a claim; the checkouts' budget
+                // leaves room in it for those being read.
+                let data = job["template"]["spec"]["volumes"]
                     .as_array()
                     .into_iter()
                     .flatten()
                     .find(|v| v["name"] == "data")
-                    .and_then(|v| v["emptyDir"]["sizeLimit"].as_str());
+                    .unwrap_or_else(|| panic!("{id}: no data volume"));
                 let storage = container["resources"]["limits"]["ephemeral-storage"].as_str();
-                assert_eq!(
-                    size_limit, storage,
-                    "{id}: the checkouts' emptyDir sizeLimit and the container's ephemeral-storage limit differ"
+                let volume_bytes = if let Some(claim) =
+                    data["persistentVolumeClaim"]["claimName"].as_str()
+                {
+                    let claimed = objects
+                        .iter()
+                        .find(|o| {
+                            o["kind"] == "PersistentVolumeClaim" && o["metadata"]["name"] == claim
+                        })
+                        .and_then(|o| o["spec"]["resources"]["requests"]["storage"].as_str())
+                        .unwrap_or_else(|| panic!("{id}: the claim {claim} is not in the overlay"));
+                    quantity(claimed)
+                } else {
+                    let size_limit = data["emptyDir"]["sizeLimit"].as_str();
+                    assert_eq!(
+                        size_limit, storage,
+                        "{id}: the checkouts' emptyDir sizeLimit and the container's ephemeral-storage limit differ"
+                    );
+                    quantity(size_limit.unwrap_or_else(|| panic!("{id}: no sizeLimit")))
+                };
+                let budget: u64 = container["env"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|e| e["name"] == "WEFT__CRAWL__MAX_CHECKOUT_BYTES")
+                    .and_then(|e| e["value"].as_str())
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "{id}: no WEFT__CRAWL__MAX_CHECKOUT_BYTES: its checkouts are unbounded"
+                        )
+                    });
+                assert!(
+                    budget <= volume_bytes / 100 * 85,
+                    "{id}: a checkout budget of {budget} bytes leaves too little of the data volume's {volume_bytes} for the checkouts being read"
                 );
                 checked += 1;
             }
         }
     }
     assert!(checked >= 4, "{checked} crawl containers checked");
+}
+
+/// The query pods, the ones reachable from outside, hold no store key that
+/// writes: Qdrant's read-only key and a Meilisearch search key, read
+/// through `stores.meili_search_key_env`, in every overlay.
+#[test]
+fn query_pods_hold_only_search_only_store_keys() {
+    let kubectl = k8s::kubectl();
+    let overlays_dir = k8s::repo_root().join("deploy/k8s/overlays");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&overlays_dir).expect("deploy/k8s/overlays") {
+        let dir = entry.unwrap().path();
+        if !dir.join("kustomization.yaml").exists() {
+            continue;
+        }
+        for object in k8s::render(&kubectl, &dir).unwrap_or_else(|e| panic!("{e}")) {
+            if object["kind"] != "Deployment" {
+                continue;
+            }
+            for container in object["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|c| c["command"][0] == "weft-query")
+            {
+                let env: Vec<&serde_json::Value> =
+                    container["env"].as_array().into_iter().flatten().collect();
+                let secret_key = |name: &str| {
+                    env.iter()
+                        .find(|e| e["name"] == name)
+                        .and_then(|e| e["valueFrom"]["secretKeyRef"]["key"].as_str())
+                };
+                let id = format!("{}: {}", dir.display(), object["metadata"]["name"]);
+                for e in &env {
+                    let key = e["valueFrom"]["secretKeyRef"]["key"].as_str();
+                    assert!(
+                        !matches!(key, Some("meili-api-key" | "qdrant-api-key")),
+                        "{id}: the query pods hold the write key {key:?} ({})",
+                        e["name"]
+                    );
+                }
+                assert_eq!(
+                    secret_key("QDRANT_API_KEY"),
+                    Some("qdrant-read-only-api-key"),
+                    "{id}"
+                );
+                let search_env = env
+                    .iter()
+                    .find(|e| e["name"] == "WEFT__STORES__MEILI_SEARCH_KEY_ENV")
+                    .and_then(|e| e["value"].as_str())
+                    .unwrap_or_else(|| panic!("{id}: no stores.meili_search_key_env"));
+                assert_eq!(secret_key(search_env), Some("meili-search-key"), "{id}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 2, "{checked} query containers checked");
+}
+
+/// Bytes of a Kubernetes quantity such as `50Gi`, `256Mi` or `1000`.
+fn quantity(q: &str) -> u64 {
+    let units = [
+        ("Ki", 1u64 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("Ti", 1 << 40),
+    ];
+    for (suffix, unit) in units {
+        if let Some(n) = q.strip_suffix(suffix) {
+            return n
+                .parse::<u64>()
+                .unwrap_or_else(|_| panic!("quantity {q:?}"))
+                * unit;
+        }
+    }
+    q.parse()
+        .unwrap_or_else(|_| panic!("quantity {q:?} (only Ki, Mi, Gi, Ti or bytes)"))
 }

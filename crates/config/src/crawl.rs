@@ -76,6 +76,13 @@ pub struct CrawlConfig {
     /// a host missing from it, or with another key, is refused
     /// (`StrictHostKeyChecking=yes`; never `no`).
     pub git_known_hosts_file: Option<PathBuf>,
+    /// The disk git checkouts may take together, in bytes (the checkout
+    /// cache: `<data dir>/sources`, a PVC in prod). Checkouts are kept and
+    /// fetched run after run; when a sync would take the cache past this,
+    /// the checkouts indexed least recently are removed first (never one a
+    /// running crawl is reading), and cloned again, partially, the next time
+    /// their source is crawled. Unset: no limit.
+    pub max_checkout_bytes: Option<u64>,
 }
 
 /// The transports `crawl.git_protocols` may name.
@@ -107,6 +114,7 @@ impl Default for CrawlConfig {
             git_credentials: Vec::new(),
             git_ssh_key_file: None,
             git_known_hosts_file: None,
+            max_checkout_bytes: None,
         }
     }
 }
@@ -151,6 +159,12 @@ impl CrawlConfig {
         }
         if self.connect_timeout_secs == 0 {
             return bad("crawl.connect_timeout_secs", "must be at least 1");
+        }
+        if self.max_checkout_bytes == Some(0) {
+            return bad(
+                "crawl.max_checkout_bytes",
+                "must be at least 1 (leave it out for no limit)",
+            );
         }
         if self.max_page_bytes < 1024 {
             return bad("crawl.max_page_bytes", "must be at least 1024");

@@ -155,14 +155,15 @@ pub struct ChangePlanner {
     selection: DirSelection,
     skip_dirs: Vec<String>,
     crawl: CrawlConfig,
-    checkout_root: PathBuf,
+    checkouts: sources::CheckoutCache,
     git_policy: GitPolicy,
     max_file_bytes: u64,
 }
 
 impl ChangePlanner {
     /// A planner selecting files as `[sources]` says, crawling sites as
-    /// `[crawl]` says; git checkouts are kept under `checkout_root`.
+    /// `[crawl]` says; git checkouts are kept under `checkout_root`, within
+    /// `crawl.max_checkout_bytes`.
     pub fn new(
         sources: &SourcesConfig,
         crawl: &CrawlConfig,
@@ -172,7 +173,7 @@ impl ChangePlanner {
             selection: DirSelection::new(sources).map_err(PlanError::Selection)?,
             skip_dirs: sources.skip_dirs.clone(),
             crawl: crawl.clone(),
-            checkout_root: checkout_root.into(),
+            checkouts: sources::CheckoutCache::new(checkout_root, crawl.max_checkout_bytes),
             git_policy: GitPolicy::local(),
             max_file_bytes: u64::MAX,
         })
@@ -196,7 +197,7 @@ impl ChangePlanner {
 
     /// Where the checkout of `project`'s git source is kept.
     pub fn checkout_dir(&self, project: &str) -> PathBuf {
-        self.checkout_root.join(sources::checkout_name(project))
+        self.checkouts.dir(project)
     }
 
     /// Lists `spec` as `project` and prepares the comparison with what
@@ -246,6 +247,7 @@ impl ChangePlanner {
             seen: HashSet::new(),
             options: options.clone(),
             max_file_bytes: self.max_file_bytes,
+            checkout: None,
         };
         let progress = &options.progress;
         let listed: Vec<Listed> = match spec {
@@ -255,10 +257,14 @@ impl ChangePlanner {
                     source_name: spec.display(),
                     error,
                 };
-                let repo =
-                    GitRepo::with_policy(url, &self.checkout_dir(project), self.git_policy.clone());
+                // Held by the change set while its files are read: the
+                // cache removes no checkout a crawl is reading.
+                let lease = self.checkouts.lease(project);
+                let repo = GitRepo::with_policy(url, lease.dir(), self.git_policy.clone());
                 progress.set_message(format!("fetching {}", spec.display()));
                 let head = repo.sync().map_err(git_error)?;
+                lease.record_sync();
+                set.checkout = Some(lease);
                 set.revision = Some(head.clone());
                 let base = previous_state
                     .filter(|s| s.source == spec.display())
@@ -401,6 +407,7 @@ pub struct ChangeSet {
     seen: HashSet<DocumentId>,
     options: PlanOptions,
     max_file_bytes: u64,
+    checkout: Option<sources::CheckoutLease>,
 }
 
 impl ChangeSet {

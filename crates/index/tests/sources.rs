@@ -81,6 +81,68 @@ async fn git_repository_is_cloned_then_reindexed_from_its_diff() {
     assert_eq!(state.revision, second.revision);
 }
 
+/// `crawl.max_checkout_bytes`: the checkout synced least recently is
+/// removed when another would take the cache past the budget, and its
+/// source, crawled again, is cloned anew and still read from its diff.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkouts_over_the_disk_budget_are_removed_least_recent_first_and_diffed_after() {
+    let repos = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let mut specs = Vec::new();
+    for name in ["alpha", "beta"] {
+        let repo = repos.path().join(name);
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+        common::write_fixture(&repo);
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "--quiet", "-m", "first"]);
+        specs.push(SourceSpec::parse(&format!("file://{}", repo.display())).unwrap());
+    }
+    let options = |project: &str| IndexOptions {
+        project: Some(project.into()),
+        ..Default::default()
+    };
+
+    // Measure one checkout, then allow a little more than one.
+    let mut config = weft_config::WeftConfig::default();
+    let indexer = common::indexer_with(data.path(), common::model(), config.clone());
+    indexer.index(&specs[0], &options("alpha")).await.unwrap();
+    let alpha_dir = data.path().join("sources/alpha");
+    let one = weft_sources::disk_usage(&alpha_dir);
+    drop(indexer);
+    config.crawl.max_checkout_bytes = Some(one + one / 2);
+    let indexer = common::indexer_with(data.path(), common::model(), config);
+
+    // beta's checkout takes the cache past the budget: alpha, synced
+    // least recently, goes once beta is read; beta stays.
+    let beta = indexer.index(&specs[1], &options("beta")).await.unwrap();
+    assert_eq!(beta.documents_indexed, 3, "{beta:#?}");
+    assert!(!alpha_dir.exists(), "alpha's checkout was removed");
+    assert!(data.path().join("sources/beta/.git").exists());
+    let cache = weft_sources::CheckoutCache::new(data.path().join("sources"), None);
+    assert!(
+        cache.usage() <= one + one / 2,
+        "{} > {}",
+        cache.usage(),
+        one + one / 2
+    );
+
+    // alpha changes: cloned again, it is still read from its diff (the
+    // clone has the history), and now beta goes.
+    let alpha_repo = repos.path().join("alpha");
+    std::fs::write(
+        alpha_repo.join("docs/deploy.md"),
+        "# Deployment guide\n\n## Monitoring\n\nScrape `/metrics` with Prometheus.\n",
+    )
+    .unwrap();
+    git(&alpha_repo, &["commit", "--quiet", "-am", "second"]);
+    let alpha = indexer.index(&specs[0], &options("alpha")).await.unwrap();
+    assert_eq!(alpha.documents_seen, 1, "read from its diff: {alpha:#?}");
+    assert_eq!(alpha.documents_indexed, 1);
+    assert!(alpha_dir.join(".git").exists());
+    assert!(!data.path().join("sources/beta").exists());
+}
+
 fn html(title: &str, body: &str) -> String {
     format!(
         "<!doctype html><html><head><title>{title}</title></head><body>\

@@ -5,6 +5,7 @@
 //!
 //! | module | holds |
 //! |---|---|
+//! | `checkouts` | the checkout cache: git checkouts kept run after run within `crawl.max_checkout_bytes`, least recently synced removed first ([`CheckoutCache`]) |
 //! | `dir` | listing a directory: `.gitignore`, skips, globs, the traps of a hostile tree ([`walk_dir`], [`DirSelection`]) |
 //! | `git` | cloning and fetching a repository, diffing two commits, the git policy ([`GitRepo`], [`GitPolicy`]) |
 //! | `site` | crawling a documentation site from its start page ([`crawl`]) |
@@ -15,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+mod checkouts;
 pub(crate) mod dir;
 mod git;
 pub mod net;
@@ -22,6 +24,7 @@ mod site;
 
 use std::path::{Path, PathBuf};
 
+pub use checkouts::{CheckoutCache, CheckoutLease, disk_usage};
 pub use dir::{DirSelection, FileIdentity, Walk, read_listed_file, walk_dir};
 pub use git::{GitChanges, GitError, GitPolicy, GitRepo, is_safe_relative_path, redact_url};
 pub use site::{CrawlError, CrawledPage, crawl, crawl_with};

@@ -1,0 +1,329 @@
+//! The checkout cache: the git checkouts of every project kept under one
+//! root (`<data dir>/sources`, a PVC in prod) and fetched run after run,
+//! within a disk budget (`crawl.max_checkout_bytes`).
+//!
+//! A crawl leases its project's checkout ([`CheckoutCache::lease`]) before
+//! syncing it and holds the lease while the checkout's files are read. With
+//! a budget, a lease first removes the checkouts indexed least recently
+//! (never a leased one) until the cache has room for the leased checkout as
+//! it was last measured, and the end of a lease removes more until the
+//! cache is within the budget again. Each checkout records its size and
+//! when it was last synced in `.git/weft-checkout.json`, so a budget check
+//! reads one small file per checkout, not their trees. A removed checkout is
+//! cloned again (partially) the next time its source is crawled, and still
+//! diffed from the last indexed commit: the clone has the whole history.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::checkout_name;
+
+/// The file in a checkout's `.git` recording its size and last sync.
+const MARKER: &str = "weft-checkout.json";
+
+/// Git checkouts under one root, within an optional disk budget.
+#[derive(Debug, Clone)]
+pub struct CheckoutCache {
+    root: PathBuf,
+    budget: Option<u64>,
+    leased: Arc<Mutex<HashMap<PathBuf, usize>>>,
+}
+
+/// A checkout in use: not removed by the cache until dropped.
+#[derive(Debug)]
+pub struct CheckoutLease {
+    cache: CheckoutCache,
+    dir: PathBuf,
+}
+
+/// What a checkout's marker records.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Marker {
+    /// Its disk usage in bytes, working tree and `.git`.
+    bytes: u64,
+    /// When it was last synced for a crawl (nanoseconds since the epoch).
+    synced_unix_nanos: u64,
+}
+
+/// A checkout found under the root.
+struct Entry {
+    dir: PathBuf,
+    marker: Marker,
+}
+
+impl CheckoutCache {
+    /// The checkouts under `root`, together at most `budget` bytes when
+    /// given.
+    pub fn new(root: impl Into<PathBuf>, budget: Option<u64>) -> Self {
+        Self {
+            root: root.into(),
+            budget,
+            leased: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The directory all checkouts are under.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where `project`'s checkout is kept.
+    pub fn dir(&self, project: &str) -> PathBuf {
+        self.root.join(checkout_name(project))
+    }
+
+    /// Leases `project`'s checkout: it is not removed until the lease is
+    /// dropped. With a budget, the least recently synced checkouts that no
+    /// lease holds are removed first until the cache has room for this one
+    /// as it was last measured (nothing, for a new one).
+    pub fn lease(&self, project: &str) -> CheckoutLease {
+        let dir = self.dir(project);
+        *self.lock().entry(dir.clone()).or_default() += 1;
+        let lease = CheckoutLease {
+            cache: self.clone(),
+            dir,
+        };
+        self.evict();
+        lease
+    }
+
+    /// Every checkout's size and last sync, total.
+    pub fn usage(&self) -> u64 {
+        self.entries().iter().map(|e| e.marker.bytes).sum()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, usize>> {
+        // A panic while holding the lock leaves a map that is still whole.
+        self.leased.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Removes the least recently synced unleased checkouts until the cache
+    /// is within its budget (or only leased ones are left).
+    fn evict(&self) {
+        let Some(budget) = self.budget else { return };
+        let leased = self.lock().clone();
+        let mut entries = self.entries();
+        let mut total: u64 = entries.iter().map(|e| e.marker.bytes).sum();
+        if total <= budget {
+            return;
+        }
+        entries.retain(|e| !leased.contains_key(&e.dir));
+        entries.sort_by_key(|e| (e.marker.synced_unix_nanos, e.dir.clone()));
+        for entry in entries {
+            if total <= budget {
+                break;
+            }
+            // Leased since the list was read: keep it.
+            if self.lock().contains_key(&entry.dir) {
+                continue;
+            }
+            match std::fs::remove_dir_all(&entry.dir) {
+                Ok(()) => {
+                    total = total.saturating_sub(entry.marker.bytes);
+                    tracing::info!(
+                        checkout = %entry.dir.display(),
+                        bytes = entry.marker.bytes,
+                        cache_bytes = total,
+                        budget,
+                        "removed the checkout synced least recently: the checkouts were over crawl.max_checkout_bytes"
+                    );
+                }
+                Err(e) => tracing::warn!(
+                    checkout = %entry.dir.display(),
+                    "could not remove a checkout over crawl.max_checkout_bytes: {e}"
+                ),
+            }
+        }
+        if total > budget {
+            tracing::warn!(
+                cache_bytes = total,
+                budget,
+                "the checkouts in use alone are over crawl.max_checkout_bytes"
+            );
+        }
+    }
+
+    /// The checkouts under the root, with their markers (measured now for
+    /// one without: a checkout made before the cache kept them).
+    fn entries(&self) -> Vec<Entry> {
+        let Ok(read) = std::fs::read_dir(&self.root) else {
+            return Vec::new();
+        };
+        read.filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .filter(|dir| dir.join(".git").is_dir())
+            .map(|dir| {
+                let marker = read_marker(&dir).unwrap_or_else(|| Marker {
+                    bytes: disk_usage(&dir),
+                    synced_unix_nanos: modified_unix_nanos(&dir),
+                });
+                Entry { dir, marker }
+            })
+            .collect()
+    }
+}
+
+impl CheckoutLease {
+    /// The checkout's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Records the checkout's size and now as its last sync: call it once
+    /// the checkout is synced. Returns the size.
+    pub fn record_sync(&self) -> u64 {
+        let marker = Marker {
+            bytes: disk_usage(&self.dir),
+            synced_unix_nanos: now_unix_nanos(),
+        };
+        if let Ok(json) = serde_json::to_vec(&marker)
+            && let Err(e) = std::fs::write(self.dir.join(".git").join(MARKER), json)
+        {
+            tracing::warn!(checkout = %self.dir.display(), "could not record the checkout's size: {e}");
+        }
+        marker.bytes
+    }
+}
+
+impl Drop for CheckoutLease {
+    fn drop(&mut self) {
+        {
+            let mut leased = self.cache.lock();
+            if let Some(n) = leased.get_mut(&self.dir) {
+                *n -= 1;
+                if *n == 0 {
+                    leased.remove(&self.dir);
+                }
+            }
+        }
+        self.cache.evict();
+    }
+}
+
+fn read_marker(dir: &Path) -> Option<Marker> {
+    let bytes = std::fs::read(dir.join(".git").join(MARKER)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn now_unix_nanos() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn modified_unix_nanos(dir: &Path) -> u64 {
+    std::fs::metadata(dir)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The disk `dir` takes: its files' allocated blocks, symlinks not
+/// followed.
+pub fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(read) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in read.filter_map(Result::ok) {
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            total += meta.blocks() * 512;
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkout(
+        cache: &CheckoutCache,
+        project: &str,
+        bytes: usize,
+        synced_unix_nanos: u64,
+    ) -> PathBuf {
+        let dir = cache.dir(project);
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join("file"), vec![b'x'; bytes]).unwrap();
+        let marker = Marker {
+            bytes: disk_usage(&dir),
+            synced_unix_nanos,
+        };
+        std::fs::write(
+            dir.join(".git").join(MARKER),
+            serde_json::to_vec(&marker).unwrap(),
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_least_recently_synced_unleased_checkouts_go_first() {
+        let root = tempfile::tempdir().unwrap();
+        let unlimited = CheckoutCache::new(root.path(), None);
+        let old = checkout(&unlimited, "old", 100_000, 10);
+        let middle = checkout(&unlimited, "middle", 100_000, 20);
+        let busy = checkout(&unlimited, "busy", 100_000, 5);
+        let each = disk_usage(&old);
+        let cache = CheckoutCache::new(root.path(), Some(3 * each));
+
+        // Within the budget: nothing goes.
+        let busy_lease = cache.lease("busy");
+        assert!(old.exists() && middle.exists());
+
+        // A fourth checkout: the oldest unleased one makes room once it is
+        // synced and its lease ends; the leased one, older still, stays.
+        let new = cache.lease("new");
+        std::fs::create_dir_all(new.dir().join(".git")).unwrap();
+        std::fs::write(new.dir().join("file"), vec![b'x'; 100_000]).unwrap();
+        assert!(new.record_sync() >= 100_000, "its size recorded");
+        drop(new);
+        assert!(
+            !old.exists(),
+            "the least recently synced checkout was removed"
+        );
+        assert!(middle.exists() && busy.exists() && cache.dir("new").exists());
+        assert!(cache.usage() <= 3 * each + 4096);
+
+        // Released, the leased checkout is the oldest: next to go.
+        drop(busy_lease);
+        let cache = CheckoutCache::new(root.path(), Some(2 * each));
+        drop(cache.lease("middle"));
+        assert!(!busy.exists(), "the oldest, no longer leased");
+        assert!(middle.exists() && cache.dir("new").exists());
+    }
+
+    #[test]
+    fn checkouts_without_a_record_are_measured_and_files_beside_them_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("legacy");
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join("file"), vec![b'x'; 50_000]).unwrap();
+        std::fs::write(root.path().join("notes.txt"), b"not a checkout").unwrap();
+        std::fs::create_dir_all(root.path().join("not-git")).unwrap();
+        let cache = CheckoutCache::new(root.path(), Some(1));
+        assert!(cache.usage() >= 50_000);
+        drop(cache.lease("other"));
+        assert!(
+            !dir.exists(),
+            "over the budget, the unrecorded checkout goes"
+        );
+        assert!(root.path().join("notes.txt").exists());
+        assert!(root.path().join("not-git").exists());
+    }
+}
