@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One org-scale run (issue 32, item 8), reproducibly, on loopback.
 #
-#   bench/org-scale.sh [OUT]      (OUT default /work/orgscale/run, removed first;
-#                                 BIN default /work/orgscale/bin; as root: sshd, /run/sshd)
+#   bench/org-scale.sh [OUT]      (OUT default $TMPDIR/weft-org-scale, removed first;
+#                                 BIN: the binaries, default target/release when built,
+#                                 else target/debug; as root: sshd, /run/sshd)
+#   MAX_CHECKOUT_BYTES=N bench/org-scale.sh OUT   crawl.max_checkout_bytes (the checkout cache's budget)
 #   PACKAGES=list.txt bench/org-scale.sh OUT   a smaller corpus (e.g. for a smoke run)
 #
 # 1. corpus: the npm packages of bench/org-scale-packages.txt (`npm pack`,
@@ -24,8 +26,11 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-OUT=${1:-/work/orgscale/run}
-BIN=${BIN:-/work/orgscale/bin}
+OUT=${1:-${TMPDIR:-/tmp}/weft-org-scale}
+if [ -z "${BIN:-}" ]; then
+  BIN=$HERE/../target/release
+  [ -x "$BIN/weft-crawler" ] || BIN=$HERE/../target/debug
+fi
 PY="python3 $HERE/org-scale.py"
 : "${WEFT_MODEL_DIR:?source the model env (WEFT_MODEL_DIR)}"
 CONCURRENCY=${CONCURRENCY:-4}
@@ -138,6 +143,7 @@ git_protocols = ["https", "ssh"]
 allow_private_networks = ["127.0.0.1/32", "::1/128"]
 git_ssh_key_file = "$OUT/ssh/id_ed25519"
 git_known_hosts_file = "$OUT/ssh/known_hosts"
+${MAX_CHECKOUT_BYTES:+max_checkout_bytes = $MAX_CHECKOUT_BYTES}
 
 [[crawl.git_credentials]]
 origin = "https://localhost:$PRIVATE_PORT"

@@ -787,10 +787,19 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     // what `create -f -` is given, the real kubectl doing the patch. The Job
     // made is the CronJob's own but for its arguments and no retry, and it
     // runs as 4c's commands do.
+    // The lines of its ```sh blocks only (its layout block names the
+    // script too).
+    let mut in_sh = false;
     let admin_lines: Vec<&str> = readme
         .lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("deploy/generations-job.sh "))
+        .filter(|l| {
+            if let Some(info) = l.strip_prefix("```") {
+                in_sh = !in_sh && info == "sh";
+                return false;
+            }
+            in_sh && l.starts_with("deploy/generations-job.sh ")
+        })
         .collect();
     assert!(
         !admin_lines.is_empty(),
