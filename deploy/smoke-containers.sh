@@ -216,14 +216,16 @@ mkdir -p "$ctx/bin" "$ctx/model"
 for p in "${programs[@]}"; do
   [ -x "$bins/$p" ] || die "$bins/$p is missing: run cargo test --workspace (or cargo build --workspace --bins) first"
   strip -o "$ctx/bin/$p" "$bins/$p"
+  # The build's mtime: unchanged binaries hit BuildKit's cache (same image).
+  touch -r "$bins/$p" "$ctx/bin/$p"
 done
 model_dir=${WEFT_MODEL_DIR:-$cache/models/$model_name}
 ort_lib=${WEFT_ORT_LIB:-$cache/onnxruntime-$ort_version/libonnxruntime.so.$ort_version}
 if [ ! -f "$model_dir/model.safetensors" ] || [ ! -f "$ort_lib" ]; then
   WEFT_ORT_LIB=$ort_lib tools/fetch-model.sh "$model_dir" >/dev/null || die "tools/fetch-model.sh"
 fi
-cp -r "$model_dir" "$ctx/model/$model_name"
-cp "$ort_lib" "$ctx/model/libonnxruntime.so"
+cp -rp "$model_dir" "$ctx/model/$model_name"
+cp -p "$ort_lib" "$ctx/model/libonnxruntime.so"
 # The Dockerfile as it is but for its first line, `# syntax=docker/dockerfile:1`:
 # that directive makes BuildKit pull its frontend image from Docker Hub,
 # which this machine cannot reach; dockerd's built-in frontend builds the
