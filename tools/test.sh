@@ -91,5 +91,11 @@ step "cargo test"
 export PROPTEST_RNG_SEED=${PROPTEST_RNG_SEED:-20261126}
 cargo test --workspace
 
+# The image built from the Dockerfile with the binaries just built, each
+# binary run in it as the manifests run it, and the distributed e2e test
+# against containers (Debian's docker.io; no bridge, host network only).
+step "the runtime image in a real container engine (deploy/smoke-containers.sh)"
+deploy/smoke-containers.sh
+
 step "done"
 du -sh "${CARGO_TARGET_DIR:-target}" 2>/dev/null || true

@@ -145,7 +145,8 @@ pub fn parse_yaml_stream(text: &str) -> Result<Vec<Value>, String> {
 }
 
 /// What the image of the Dockerfile gives a container: its environment,
-/// working directory, entrypoint and command (the final stage's).
+/// working directory, entrypoint and command (the final stage's, with what
+/// it inherits from an earlier stage it is built `FROM`).
 #[derive(Debug, Clone, Default)]
 pub struct ImageConfig {
     /// `ENV`, in order.
@@ -159,8 +160,16 @@ pub struct ImageConfig {
 }
 
 impl ImageConfig {
-    /// Reads the final stage of `dockerfile`.
+    /// Reads the final stage of `dockerfile` (the image `docker build`
+    /// makes without `--target`).
     pub fn from_dockerfile(dockerfile: &Path) -> Self {
+        Self::from_dockerfile_stage(dockerfile, None)
+    }
+
+    /// Reads the stage named `target` of `dockerfile` (`docker build
+    /// --target`), the final one when `None`. A stage built `FROM` an
+    /// earlier stage starts with that stage's configuration.
+    pub fn from_dockerfile_stage(dockerfile: &Path, target: Option<&str>) -> Self {
         let text = std::fs::read_to_string(dockerfile)
             .unwrap_or_else(|e| panic!("{}: {e}", dockerfile.display()));
         let mut logical = Vec::new();
@@ -181,7 +190,10 @@ impl ImageConfig {
                 }
             }
         }
+        // Stage names are case-insensitive.
+        let mut stages: BTreeMap<String, Self> = BTreeMap::new();
         let mut image = Self::default();
+        let mut name: Option<String> = None;
         for line in logical {
             let (instruction, rest) = line.split_once(char::is_whitespace).unwrap_or((&line, ""));
             let rest = rest.trim();
@@ -194,7 +206,25 @@ impl ImageConfig {
                 })
             };
             match instruction.to_ascii_uppercase().as_str() {
-                "FROM" => image = Self::default(),
+                "FROM" => {
+                    if let Some(done) = name.take() {
+                        stages.insert(done, std::mem::take(&mut image));
+                    }
+                    // FROM [--platform=…] IMAGE [AS NAME]
+                    let words: Vec<&str> = rest
+                        .split_whitespace()
+                        .filter(|w| !w.starts_with("--"))
+                        .collect();
+                    let base = words.first().map(|w| w.to_ascii_lowercase());
+                    image = base
+                        .and_then(|b| stages.get(&b).cloned())
+                        .unwrap_or_default();
+                    if let [_, as_, alias] = words.as_slice()
+                        && as_.eq_ignore_ascii_case("as")
+                    {
+                        name = Some(alias.to_ascii_lowercase());
+                    }
+                }
                 "ENV" => {
                     for pair in rest.split_whitespace() {
                         let (k, v) = pair.split_once('=').unwrap_or_else(|| {
@@ -214,7 +244,18 @@ impl ImageConfig {
                 _ => {}
             }
         }
-        image
+        match target {
+            None => image,
+            Some(target) => {
+                let target = target.to_ascii_lowercase();
+                if name.as_deref() == Some(target.as_str()) {
+                    return image;
+                }
+                stages
+                    .remove(&target)
+                    .unwrap_or_else(|| panic!("{}: no stage {target}", dockerfile.display()))
+            }
+        }
     }
 }
 
@@ -602,6 +643,21 @@ kubectl -n weft exec pod/p -- ls
         );
         assert_eq!(image.workdir.as_deref(), Some("/etc/weft"));
         assert!(!image.cmd.is_empty());
+        // The default image has no model; the local-model target is the same
+        // image (inherited from their common stage) with one.
+        assert!(
+            !image.env.iter().any(|(k, _)| k == "WEFT_MODEL_DIR"),
+            "{image:?}"
+        );
+        let local = ImageConfig::from_dockerfile_stage(
+            &repo_root().join("Dockerfile"),
+            Some("local-model"),
+        );
+        for key in ["WEFT_DATA_DIR", "HOME", "WEFT_MODEL_DIR", "WEFT_ORT_LIB"] {
+            assert!(local.env.iter().any(|(k, _)| k == key), "{key}: {local:?}");
+        }
+        assert_eq!(local.workdir, image.workdir);
+        assert_eq!(local.cmd, image.cmd);
     }
 
     /// Every overlay of deploy/k8s/overlays, rendered: (name, objects).
