@@ -195,6 +195,11 @@ impl ChangePlanner {
         self
     }
 
+    /// The checkout cache git sources are kept in.
+    pub fn checkouts(&self) -> &sources::CheckoutCache {
+        &self.checkouts
+    }
+
     /// Where the checkout of `project`'s git source is kept.
     pub fn checkout_dir(&self, project: &str) -> PathBuf {
         self.checkouts.dir(project)

@@ -91,6 +91,23 @@ impl CheckoutCache {
         lease
     }
 
+    /// Whether `project` has a checkout kept here.
+    pub fn kept(&self, project: &str) -> bool {
+        self.dir(project).join(".git").is_dir()
+    }
+
+    /// Orders `items` (stably) so that those whose project has a kept
+    /// checkout come first; `project` gives an item's project, `None` for
+    /// one without a checkout (not git). A run over every source in the
+    /// same order each time would otherwise, once the checkouts no longer
+    /// fit the budget, remove each checkout before its turn comes (the
+    /// least recently synced are the next to be read) and clone every
+    /// repository again; kept ones first, the checkouts removed to make
+    /// room are those the run has read already.
+    pub fn kept_first<T>(&self, items: &mut [T], project: impl Fn(&T) -> Option<&str>) {
+        items.sort_by_cached_key(|item| !project(item).is_some_and(|p| self.kept(p)));
+    }
+
     /// Every checkout's size and last sync, total.
     pub fn usage(&self) -> u64 {
         self.entries().iter().map(|e| e.marker.bytes).sum()
@@ -306,6 +323,43 @@ mod tests {
         drop(cache.lease("middle"));
         assert!(!busy.exists(), "the oldest, no longer leased");
         assert!(middle.exists() && cache.dir("new").exists());
+    }
+
+    /// Runs over the same sources in the same order, night after night,
+    /// with room for half their checkouts: kept ones first, half are
+    /// fetched each night instead of cloned; in the given order, none.
+    #[test]
+    fn a_run_over_more_than_fits_reuses_what_fits_when_kept_checkouts_go_first() {
+        let nights = |kept_first: bool| {
+            let root = tempfile::tempdir().unwrap();
+            let unlimited = CheckoutCache::new(root.path(), None);
+            let one = disk_usage(&checkout(&unlimited, "probe", 100_000, 0));
+            std::fs::remove_dir_all(unlimited.dir("probe")).unwrap();
+            let cache = CheckoutCache::new(root.path(), Some(3 * one + one / 2));
+            let sources: Vec<String> = (0..6).map(|i| format!("repo{i}")).collect();
+            let mut fetched = Vec::new();
+            for _night in 0..3 {
+                let mut order = sources.clone();
+                if kept_first {
+                    cache.kept_first(&mut order, |p| Some(p.as_str()));
+                }
+                let mut hits = 0;
+                for project in &order {
+                    let lease = cache.lease(project);
+                    if cache.kept(project) {
+                        hits += 1;
+                    } else {
+                        std::fs::create_dir_all(lease.dir().join(".git")).unwrap();
+                        std::fs::write(lease.dir().join("file"), vec![b'x'; 100_000]).unwrap();
+                    }
+                    lease.record_sync();
+                }
+                fetched.push(hits);
+            }
+            fetched
+        };
+        assert_eq!(nights(true), vec![0, 3, 3]);
+        assert_eq!(nights(false), vec![0, 0, 0]);
     }
 
     #[test]

@@ -93,7 +93,13 @@ impl Crawler {
         let start = runs.start(&manager, options).await?;
         let generation = start.run.generation;
         let book = Bookkeeping::new(&runs, &manager, start.run);
-        let (already_done, todo) = book.split(work);
+        let (already_done, mut todo) = book.split(work);
+        // Sources with a kept checkout first (crawl.max_checkout_bytes).
+        self.planner
+            .checkouts()
+            .kept_first(&mut todo, |(spec, project)| {
+                matches!(spec, SourceSpec::Git(_)).then_some(project.as_str())
+            });
         tracing::info!(
             run = %runs.key(),
             generation,
