@@ -56,6 +56,10 @@ pub struct Status {
     model_present: bool,
     projects: Vec<ProjectStatus>,
     documents: usize,
+    /// Whether the data directory has a catalog (projects and documents
+    /// come from it). The distributed pipeline's embedders write stores
+    /// without one: its catalog is in NATS.
+    catalog: bool,
     chunks: Chunks,
     /// The space used on disk (as `du` counts it).
     disk_bytes: u64,
@@ -107,15 +111,25 @@ pub fn gather(ctx: &Context) -> anyhow::Result<Status> {
     let usage = ctx.data_dir().disk_usage();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let stores = runtime.block_on(ctx.open_query(QueryEmbedder::NotNeeded))?;
-    let catalog: std::sync::Arc<dyn Catalog> = match &stores.catalog {
-        Some(catalog) => catalog.clone(),
-        None => std::sync::Arc::new(ctx.data_dir().open_catalog()?),
+    // A data directory written by the distributed pipeline's embedders has
+    // stores but no catalog (it is in NATS): none is made here, a status
+    // writes nothing.
+    let catalog: Option<std::sync::Arc<dyn Catalog>> = match &stores.catalog {
+        Some(catalog) => Some(catalog.clone()),
+        None if ctx.data_dir().catalog_path()?.exists() => {
+            Some(std::sync::Arc::new(ctx.data_dir().open_catalog()?))
+        }
+        None => None,
     };
     let generations = ctx.data_dir().generations()?;
     let (projects, documents, vector_chunks, text_chunks) = runtime.block_on(async {
+        let (projects, documents) = match &catalog {
+            Some(catalog) => (catalog.projects().await?, catalog.documents(None).await?),
+            None => Default::default(),
+        };
         anyhow::Ok((
-            catalog.projects().await?,
-            catalog.documents(None).await?,
+            projects,
+            documents,
             stores.vectors.count().await?,
             stores.text.count().await?,
         ))
@@ -175,6 +189,7 @@ pub fn gather(ctx: &Context) -> anyhow::Result<Status> {
         model_dir: ctx.locations.model_dir.clone(),
         projects,
         documents: documents.len(),
+        catalog: catalog.is_some(),
         chunks: Chunks {
             vector_index: vector_chunks,
             text_index: text_chunks,
@@ -221,13 +236,22 @@ impl fmt::Display for Status {
                 self.model_dir.display()
             )?;
         }
-        writeln!(f, "documents       {}", self.documents)?;
+        if self.catalog {
+            writeln!(f, "documents       {}", self.documents)?;
+        } else {
+            writeln!(
+                f,
+                "documents       no catalog here (the distributed pipeline keeps it in NATS: weft-crawler generations list)"
+            )?;
+        }
         writeln!(
             f,
             "chunks          {} vectors, {} text",
             self.chunks.vector_index, self.chunks.text_index
         )?;
-        writeln!(f, "projects        {}", self.projects.len())?;
+        if self.catalog {
+            writeln!(f, "projects        {}", self.projects.len())?;
+        }
         for p in &self.projects {
             let revision = p
                 .revision

@@ -81,6 +81,23 @@ impl Pipeline {
     }
 }
 
+/// Every file under `root`.
+fn walkdir(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
 /// Counts the chunks in the data directory (the embedder must be stopped)
 /// and checks that each expected chunk is there, once.
 async fn check_stores(data: &Path, expected: &BTreeMap<DocumentId, u32>) {
@@ -301,6 +318,30 @@ async fn crawl_chunk_embed_query_with_crashes_changes_and_poison() {
         "{chunker_log}"
     );
     embedder.stop();
+    // `weft status` over the embedder's data directory (before anything
+    // else opens it): its chunks, and no catalog (the pipeline's is in
+    // NATS); looking makes none.
+    let out = std::process::Command::new(weft_e2e::bin("weft"))
+        .args(["status", "--json", "--data-dir"])
+        .arg(data.path())
+        .env("WEFT_MODEL_DIR", model_dir())
+        .current_dir(data.path())
+        .output()
+        .expect("weft status runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    let total: u32 = expected.values().sum();
+    assert_eq!(status["chunks"]["vector_index"], total, "{status}");
+    assert_eq!(status["catalog"], false, "{status}");
+    let made: Vec<_> = walkdir(data.path())
+        .into_iter()
+        .filter(|p| p.ends_with("catalog.redb"))
+        .collect();
+    assert!(made.is_empty(), "weft status made a catalog: {made:?}");
     check_stores(data.path(), &expected).await;
     eprintln!(
         "stores hold exactly the {} expected chunks of {} documents",
