@@ -45,6 +45,10 @@ COPY bin/weft bin/weft-crawler bin/weft-chunker bin/weft-embedder bin/weft-query
 
 FROM ${BINARIES} AS binaries
 
+# git's perl (its porcelain scripts: add -i, send-email, svn…; ~47 MB)
+# and its server programs are removed: weft runs clone, fetch, checkout,
+# diff and cat-file, all built into git (deploy/smoke-containers.sh crawls a
+# repository in the image).
 FROM debian:bookworm-slim AS base
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
@@ -52,6 +56,9 @@ RUN apt-get update \
       git=1:2.39.5-0+deb12u3 \
       openssh-client=1:9.2p1-2+deb12u10 \
  && rm -rf /var/lib/apt/lists/* \
+ && dpkg --purge --force-depends git-man liberror-perl perl perl-modules-5.36 libperl5.36 \
+ && rm -f /usr/lib/git-core/git-daemon /usr/lib/git-core/git-http-backend \
+      /usr/lib/git-core/git-http-push /usr/lib/git-core/git-imap-send /usr/lib/git-core/git-shell \
  && groupadd --system --gid 10001 weft \
  && useradd --system --uid 10001 --gid weft --home-dir /var/lib/weft --no-create-home weft
 COPY --from=binaries /out/ /usr/local/bin/

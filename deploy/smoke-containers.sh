@@ -403,20 +403,36 @@ corpus=$work/corpus
 mkdir -p "$corpus/docs"
 printf '# Rate limiter\n\nThe token bucket hands out permits at a fixed rate; callers over the rate wait for a permit.\n' >"$corpus/docs/rate-limiter.md"
 printf '# Widgets\n\nA widget counts events of one kind and reports the total.\n' >"$corpus/docs/widgets.md"
-chmod -R a+rX "$corpus"
+# The same tree as a git repository too: the image's git (without perl)
+# clones it, partially, into the data directory, and it is diffed.
+repo=$work/repo.git
+git init -q --bare "$repo"
+git -C "$repo" config uploadpack.allowFilter true
+(
+  cd "$corpus" && git init -q -b main . && git add -A &&
+    git -c user.name=smoke -c user.email=smoke@example.org commit -qm smoke && git push -q "$repo" main
+) || die "a git repository for the crawl"
+git -C "$repo" symbolic-ref HEAD refs/heads/main
+rm -rf "$corpus/.git"
+chmod -R a+rX "$corpus" "$repo"
+# Owned by the container's user, as a git server's repositories are its own
+# (git refuses to serve a repository of another owner).
+chown -R "$uid:$uid" "$repo"
 mapfile -t v < <(volumes weft-crawler "$config" "$auth" "$git" "$work/data-weft-crawler")
 summary=$(docker run --rm "${hardened[@]}" "${v[@]}" "${service_env[@]}" -v "$corpus:/srv/corpus:ro" \
-  "$image" weft-crawler /srv/corpus --project smoke --json 2>"$work/crawl.log") ||
+  -v "$repo:/srv/repo.git:ro" -e WEFT__CRAWL__GIT_PROTOCOLS=https,ssh,file \
+  "$image" weft-crawler /srv/corpus file:///srv/repo.git --json 2>"$work/crawl.log") ||
   die "weft-crawler: $(tail -n 20 "$work/crawl.log")"
-published=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["sources"][0]["documents_published"])' <<<"$summary")
-[ "$published" = 2 ] || die "weft-crawler published $published documents, not 2: $summary"
-echo "  weft-crawler   published $published documents (uid $uid, read-only, exited 0)"
+published=$(python3 -c 'import json,sys; print(sum(s["documents_published"] for s in json.load(sys.stdin)["sources"]))' <<<"$summary")
+[ "$published" = 4 ] || die "weft-crawler published $published documents, not 4 (2 of the tree, 2 of the repository): $summary"
+[ -d "$work/data-weft-crawler/sources/repo/.git" ] || die "no checkout of the repository in the data directory: $(ls -R "$work/data-weft-crawler" | head)"
+echo "  weft-crawler   published $published documents of a tree and a git clone (uid $uid, read-only, exited 0)"
 for _ in $(seq 1 300); do
   indexed=$(metrics weft-embedder | sed -n 's/^weft_documents_total{outcome="indexed",stage="embedder"} //p')
-  [ "${indexed:-0}" -ge 2 ] 2>/dev/null && break
+  [ "${indexed:-0}" -ge 4 ] 2>/dev/null && break
   sleep 0.2
 done
-[ "${indexed:-0}" -ge 2 ] 2>/dev/null || die "the embedder did not index the 2 documents in 60 s: $(docker logs "weft-smoke-$run_id-weft-embedder" 2>&1 | tail -n 20)"
+[ "${indexed:-0}" -ge 4 ] 2>/dev/null || die "the embedder did not index the 4 documents in 60 s: $(docker logs "weft-smoke-$run_id-weft-embedder" 2>&1 | tail -n 20)"
 echo "  weft-embedder  indexed $indexed documents"
 start_service weft-query "$image_model" "$work/data-weft-embedder"
 wait_ready weft-query
