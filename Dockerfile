@@ -36,12 +36,11 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo build --release --locked --bins \
  && mkdir /out \
- && cp target/release/weft target/release/weft-crawler target/release/weft-chunker \
-       target/release/weft-embedder target/release/weft-query /out/
+ && cp target/release/weft-all /out/
 
 # The binaries of a build made before (deploy/smoke-containers.sh).
 FROM scratch AS prebuilt
-COPY bin/weft bin/weft-crawler bin/weft-chunker bin/weft-embedder bin/weft-query /out/
+COPY bin/weft-all /out/
 
 FROM ${BINARIES} AS binaries
 
@@ -61,7 +60,13 @@ RUN apt-get update \
       /usr/lib/git-core/git-http-push /usr/lib/git-core/git-imap-send /usr/lib/git-core/git-shell \
  && groupadd --system --gid 10001 weft \
  && useradd --system --uid 10001 --gid weft --home-dir /var/lib/weft --no-create-home weft
-COPY --from=binaries /out/ /usr/local/bin/
+# One binary, weft-all, run by each program's name (a link): the five
+# programs share most of their code, which five binaries would hold five
+# times (deploy/README.md, "The image").
+COPY --from=binaries /out/weft-all /usr/local/bin/
+RUN for program in weft weft-crawler weft-chunker weft-embedder weft-query; do \
+      ln -s weft-all "/usr/local/bin/$program"; \
+    done
 # Writable places are volumes in Kubernetes (the root filesystem is read-only
 # there): the data directory (git checkouts of the crawler) and /tmp.
 ENV WEFT_DATA_DIR=/var/lib/weft \

@@ -3,6 +3,7 @@
 # which of the heavy or job-specific ones are among them; then the rules of
 # DESIGN §2 checked: the chunker links no store, embedder or model client,
 # the query service no source walker and no grammar (exit 1 if broken).
+# weft-all (the image's one binary) links all five by design: not listed.
 #
 #   bench/binary-deps.sh [REPO]     (default: this repository; tools/test.sh runs it)
 set -euo pipefail

@@ -16,6 +16,10 @@
 
 #![warn(missing_docs)]
 
+mod program;
+
+pub use program::main;
+
 use async_trait::async_trait;
 use prost::Message as _;
 use weft_chunking::Chunker;

@@ -13,6 +13,12 @@
 
 #![warn(missing_docs)]
 
+mod args;
+mod cmd;
+mod program;
+
+pub use program::main;
+
 pub mod generations;
 mod job;
 

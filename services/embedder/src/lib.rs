@@ -25,6 +25,10 @@
 
 #![warn(missing_docs)]
 
+mod program;
+
+pub use program::main;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;

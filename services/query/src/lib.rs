@@ -7,6 +7,10 @@
 
 #![warn(missing_docs)]
 
+mod program;
+
+pub use program::main;
+
 use weft_config::{GenerationRegistryKind, Locations, WeftConfig};
 use weft_grpc::ServiceError;
 use weft_wiring::LiveSource;

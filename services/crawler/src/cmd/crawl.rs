@@ -22,7 +22,7 @@ pub async fn run(args: &Args, service: weft_startup::Service) -> anyhow::Result<
         work.push((spec, project));
     }
     if let Some(manifest) = &args.crawl.manifest {
-        work.extend(weft_crawler::Manifest::load(manifest)?);
+        work.extend(crate::Manifest::load(manifest)?);
     }
     if work.is_empty() {
         anyhow::bail!("nothing to crawl: give SOURCE arguments or --manifest FILE");
@@ -37,8 +37,8 @@ pub async fn run(args: &Args, service: weft_startup::Service) -> anyhow::Result<
         .clone()
         .unwrap_or_else(|| weft_wiring::DataDir::new(&locations.data_dir).sources_dir());
     let jet = service.connect_nats().await?;
-    let crawler = weft_crawler::Crawler::new(jet.clone(), &service.config, checkout_dir).await?;
-    let options = weft_crawler::JobOptions {
+    let crawler = crate::Crawler::new(jet.clone(), &service.config, checkout_dir).await?;
+    let options = crate::JobOptions {
         reindex: args.crawl.reindex,
         rebuild: args.crawl.rebuild,
         concurrency: args.crawl.concurrency,

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use weft_crawler::generations::NatsStores;
+use crate::generations::NatsStores;
 use weft_index::GenerationManager;
 use weft_index::generations::{GenerationsError, SwitchCheck};
 
