@@ -30,7 +30,18 @@ const MARKER: &str = "weft-checkout.json";
 pub struct CheckoutCache {
     root: PathBuf,
     budget: Option<u64>,
-    leased: Arc<Mutex<HashMap<PathBuf, usize>>>,
+    state: Arc<Mutex<State>>,
+}
+
+/// What the cache knows, shared by its clones.
+#[derive(Debug, Default)]
+struct State {
+    /// Leases held, per checkout.
+    leased: HashMap<PathBuf, usize>,
+    /// Every checkout's marker: read from disk at the first budget check
+    /// (one small file per checkout), then kept up to date by syncs and
+    /// removals, so a check reads nothing.
+    known: Option<HashMap<PathBuf, Marker>>,
 }
 
 /// A checkout in use: not removed by the cache until dropped.
@@ -49,12 +60,6 @@ struct Marker {
     synced_unix_nanos: u64,
 }
 
-/// A checkout found under the root.
-struct Entry {
-    dir: PathBuf,
-    marker: Marker,
-}
-
 impl CheckoutCache {
     /// The checkouts under `root`, together at most `budget` bytes when
     /// given.
@@ -62,7 +67,7 @@ impl CheckoutCache {
         Self {
             root: root.into(),
             budget,
-            leased: Arc::new(Mutex::new(HashMap::new())),
+            state: Arc::new(Mutex::new(State::default())),
         }
     }
 
@@ -82,7 +87,7 @@ impl CheckoutCache {
     /// as it was last measured (nothing, for a new one).
     pub fn lease(&self, project: &str) -> CheckoutLease {
         let dir = self.dir(project);
-        *self.lock().entry(dir.clone()).or_default() += 1;
+        *self.lock().leased.entry(dir.clone()).or_default() += 1;
         let lease = CheckoutLease {
             cache: self.clone(),
             dir,
@@ -108,49 +113,54 @@ impl CheckoutCache {
         items.sort_by_cached_key(|item| !project(item).is_some_and(|p| self.kept(p)));
     }
 
-    /// Every checkout's size and last sync, total.
+    /// The disk every checkout takes, as last measured.
     pub fn usage(&self) -> u64 {
-        self.entries().iter().map(|e| e.marker.bytes).sum()
+        let mut state = self.lock();
+        self.known(&mut state).values().map(|m| m.bytes).sum()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, usize>> {
-        // A panic while holding the lock leaves a map that is still whole.
-        self.leased.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves a state that is still whole.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Removes the least recently synced unleased checkouts until the cache
-    /// is within its budget (or only leased ones are left).
+    /// is within its budget (or only leased ones are left). Holds the lock
+    /// throughout: no lease is taken on a checkout being removed.
     fn evict(&self) {
         let Some(budget) = self.budget else { return };
-        let leased = self.lock().clone();
-        let mut entries = self.entries();
-        let mut total: u64 = entries.iter().map(|e| e.marker.bytes).sum();
+        let mut state = self.lock();
+        let known = self.known(&mut state).clone();
+        let mut total: u64 = known.values().map(|m| m.bytes).sum();
         if total <= budget {
             return;
         }
-        entries.retain(|e| !leased.contains_key(&e.dir));
-        entries.sort_by_key(|e| (e.marker.synced_unix_nanos, e.dir.clone()));
-        for entry in entries {
+        let mut candidates: Vec<(PathBuf, Marker)> = known
+            .into_iter()
+            .filter(|(dir, _)| !state.leased.contains_key(dir))
+            .collect();
+        candidates
+            .sort_by(|(a, ma), (b, mb)| (ma.synced_unix_nanos, a).cmp(&(mb.synced_unix_nanos, b)));
+        for (dir, marker) in candidates {
             if total <= budget {
                 break;
             }
-            // Leased since the list was read: keep it.
-            if self.lock().contains_key(&entry.dir) {
-                continue;
-            }
-            match std::fs::remove_dir_all(&entry.dir) {
+            match std::fs::remove_dir_all(&dir) {
                 Ok(()) => {
-                    total = total.saturating_sub(entry.marker.bytes);
+                    total = total.saturating_sub(marker.bytes);
+                    if let Some(known) = state.known.as_mut() {
+                        known.remove(&dir);
+                    }
                     tracing::info!(
-                        checkout = %entry.dir.display(),
-                        bytes = entry.marker.bytes,
+                        checkout = %dir.display(),
+                        bytes = marker.bytes,
                         cache_bytes = total,
                         budget,
                         "removed the checkout synced least recently: the checkouts were over crawl.max_checkout_bytes"
                     );
                 }
                 Err(e) => tracing::warn!(
-                    checkout = %entry.dir.display(),
+                    checkout = %dir.display(),
                     "could not remove a checkout over crawl.max_checkout_bytes: {e}"
                 ),
             }
@@ -164,24 +174,31 @@ impl CheckoutCache {
         }
     }
 
-    /// The checkouts under the root, with their markers (measured now for
-    /// one without: a checkout made before the cache kept them).
-    fn entries(&self) -> Vec<Entry> {
-        let Ok(read) = std::fs::read_dir(&self.root) else {
-            return Vec::new();
-        };
-        read.filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.path())
-            .filter(|dir| dir.join(".git").is_dir())
-            .map(|dir| {
-                let marker = read_marker(&dir).unwrap_or_else(|| Marker {
-                    bytes: disk_usage(&dir),
-                    synced_unix_nanos: modified_unix_nanos(&dir),
-                });
-                Entry { dir, marker }
-            })
-            .collect()
+    /// The checkouts' markers, read from the root the first time. A
+    /// checkout without one (made before the cache kept them) is measured
+    /// once and given one.
+    fn known<'s>(&self, state: &'s mut State) -> &'s mut HashMap<PathBuf, Marker> {
+        state.known.get_or_insert_with(|| {
+            let Ok(read) = std::fs::read_dir(&self.root) else {
+                return HashMap::new();
+            };
+            read.filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .filter(|dir| dir.join(".git").is_dir())
+                .map(|dir| {
+                    let marker = read_marker(&dir).unwrap_or_else(|| {
+                        let marker = Marker {
+                            bytes: disk_usage(&dir),
+                            synced_unix_nanos: modified_unix_nanos(&dir),
+                        };
+                        write_marker(&dir, &marker);
+                        marker
+                    });
+                    (dir, marker)
+                })
+                .collect()
+        })
     }
 }
 
@@ -198,10 +215,9 @@ impl CheckoutLease {
             bytes: disk_usage(&self.dir),
             synced_unix_nanos: now_unix_nanos(),
         };
-        if let Ok(json) = serde_json::to_vec(&marker)
-            && let Err(e) = std::fs::write(self.dir.join(".git").join(MARKER), json)
-        {
-            tracing::warn!(checkout = %self.dir.display(), "could not record the checkout's size: {e}");
+        write_marker(&self.dir, &marker);
+        if let Some(known) = self.cache.lock().known.as_mut() {
+            known.insert(self.dir.clone(), marker);
         }
         marker.bytes
     }
@@ -210,15 +226,23 @@ impl CheckoutLease {
 impl Drop for CheckoutLease {
     fn drop(&mut self) {
         {
-            let mut leased = self.cache.lock();
-            if let Some(n) = leased.get_mut(&self.dir) {
+            let mut state = self.cache.lock();
+            if let Some(n) = state.leased.get_mut(&self.dir) {
                 *n -= 1;
                 if *n == 0 {
-                    leased.remove(&self.dir);
+                    state.leased.remove(&self.dir);
                 }
             }
         }
         self.cache.evict();
+    }
+}
+
+fn write_marker(dir: &Path, marker: &Marker) {
+    if let Ok(json) = serde_json::to_vec(marker)
+        && let Err(e) = std::fs::write(dir.join(".git").join(MARKER), json)
+    {
+        tracing::warn!(checkout = %dir.display(), "could not record the checkout's size: {e}");
     }
 }
 
