@@ -9,8 +9,11 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+/// A program's `main`.
+type Program = fn() -> ExitCode;
+
 /// The programs, by the names they are run as.
-const PROGRAMS: &[(&str, fn() -> ExitCode)] = &[
+const PROGRAMS: &[(&str, Program)] = &[
     ("weft", weft_cli::main),
     ("weft-crawler", weft_crawler::main),
     ("weft-chunker", weft_chunker::main),
