@@ -38,6 +38,8 @@ pub struct CheckoutCache {
 struct State {
     /// Leases held, per checkout.
     leased: HashMap<PathBuf, usize>,
+    /// Checkouts a planned run has still to read ([`CheckoutCache::plan_run`]).
+    pending: std::collections::HashSet<PathBuf>,
     /// Every checkout's marker: read from disk at the first budget check
     /// (one small file per checkout), then kept up to date by syncs and
     /// removals, so a check reads nothing.
@@ -87,7 +89,11 @@ impl CheckoutCache {
     /// as it was last measured (nothing, for a new one).
     pub fn lease(&self, project: &str) -> CheckoutLease {
         let dir = self.dir(project);
-        *self.lock().leased.entry(dir.clone()).or_default() += 1;
+        {
+            let mut state = self.lock();
+            *state.leased.entry(dir.clone()).or_default() += 1;
+            state.pending.remove(&dir);
+        }
         let lease = CheckoutLease {
             cache: self.clone(),
             dir,
@@ -101,16 +107,24 @@ impl CheckoutCache {
         self.dir(project).join(".git").is_dir()
     }
 
-    /// Orders `items` (stably) so that those whose project has a kept
-    /// checkout come first; `project` gives an item's project, `None` for
-    /// one without a checkout (not git). A run over every source in the
-    /// same order each time would otherwise, once the checkouts no longer
-    /// fit the budget, remove each checkout before its turn comes (the
-    /// least recently synced are the next to be read) and clone every
-    /// repository again; kept ones first, the checkouts removed to make
-    /// room are those the run has read already.
-    pub fn kept_first<T>(&self, items: &mut [T], project: impl Fn(&T) -> Option<&str>) {
+    /// Plans a run over `items` (its sources; `project` gives an item's
+    /// project, `None` for one without a checkout, not git): orders them
+    /// (stably) so that those with a kept checkout come first, and keeps
+    /// the checkouts of the run's sources until their turn: past the
+    /// budget, the checkouts the run has read already, or that it does not
+    /// read, are removed first (least recently synced first), and one still
+    /// to be read only when no other is left. A run over every source in
+    /// the same order each time would otherwise, once the checkouts no
+    /// longer fit, remove each checkout just before its turn (the least
+    /// recently synced is the next to be read) and clone every repository
+    /// again.
+    pub fn plan_run<T>(&self, items: &mut [T], project: impl Fn(&T) -> Option<&str>) {
         items.sort_by_cached_key(|item| !project(item).is_some_and(|p| self.kept(p)));
+        let dirs: Vec<PathBuf> = items
+            .iter()
+            .filter_map(|item| project(item).map(|p| self.dir(p)))
+            .collect();
+        self.lock().pending.extend(dirs);
     }
 
     /// The disk every checkout takes, as last measured.
@@ -139,8 +153,15 @@ impl CheckoutCache {
             .into_iter()
             .filter(|(dir, _)| !state.leased.contains_key(dir))
             .collect();
-        candidates
-            .sort_by(|(a, ma), (b, mb)| (ma.synced_unix_nanos, a).cmp(&(mb.synced_unix_nanos, b)));
+        // Those a planned run has still to read last; then least recently
+        // synced first.
+        candidates.sort_by_cached_key(|(dir, marker)| {
+            (
+                state.pending.contains(dir),
+                marker.synced_unix_nanos,
+                dir.clone(),
+            )
+        });
         for (dir, marker) in candidates {
             if total <= budget {
                 break;
@@ -349,41 +370,59 @@ mod tests {
         assert!(middle.exists() && cache.dir("new").exists());
     }
 
-    /// Runs over the same sources in the same order, night after night,
-    /// with room for half their checkouts: kept ones first, half are
-    /// fetched each night instead of cloned; in the given order, none.
+    /// Runs over the same ten sources in the same order, night after
+    /// night, with room for about half their checkouts, and each night
+    /// one kept checkout grows: planned, every kept checkout is fetched,
+    /// not cloned; in the given order with least-recently-synced removal
+    /// alone, none is.
     #[test]
-    fn a_run_over_more_than_fits_reuses_what_fits_when_kept_checkouts_go_first() {
-        let nights = |kept_first: bool| {
+    fn a_planned_run_over_more_than_fits_reuses_every_kept_checkout() {
+        let nights = |planned: bool| {
             let root = tempfile::tempdir().unwrap();
             let unlimited = CheckoutCache::new(root.path(), None);
             let one = disk_usage(&checkout(&unlimited, "probe", 100_000, 0));
             std::fs::remove_dir_all(unlimited.dir("probe")).unwrap();
-            let cache = CheckoutCache::new(root.path(), Some(3 * one + one / 2));
-            let sources: Vec<String> = (0..6).map(|i| format!("repo{i}")).collect();
+            let cache = CheckoutCache::new(root.path(), Some(5 * one + one / 2));
+            let sources: Vec<String> = (0..10).map(|i| format!("repo{i}")).collect();
             let mut fetched = Vec::new();
-            for _night in 0..3 {
+            for night in 0..4 {
                 let mut order = sources.clone();
-                if kept_first {
-                    cache.kept_first(&mut order, |p| Some(p.as_str()));
+                if planned {
+                    cache.plan_run(&mut order, |p| Some(p.as_str()));
                 }
-                let mut hits = 0;
-                for project in &order {
+                let (mut hits, mut kept) = (0, 0);
+                for project in &sources {
+                    kept += usize::from(cache.kept(project));
+                }
+                for (i, project) in order.iter().enumerate() {
                     let lease = cache.lease(project);
                     if cache.kept(project) {
                         hits += 1;
+                        if i == 0 {
+                            // A commit: this checkout grows.
+                            let grown = format!("grown-{night}");
+                            std::fs::write(lease.dir().join(grown), vec![b'y'; 30_000]).unwrap();
+                        }
                     } else {
                         std::fs::create_dir_all(lease.dir().join(".git")).unwrap();
                         std::fs::write(lease.dir().join("file"), vec![b'x'; 100_000]).unwrap();
                     }
                     lease.record_sync();
                 }
-                fetched.push(hits);
+                fetched.push((hits, kept));
             }
             fetched
         };
-        assert_eq!(nights(true), vec![0, 3, 3]);
-        assert_eq!(nights(false), vec![0, 0, 0]);
+        let planned = nights(true);
+        assert_eq!(planned[0], (0, 0));
+        for &(hits, kept) in &planned[1..] {
+            assert!(kept >= 4 && hits == kept, "{planned:?}");
+        }
+        let unplanned = nights(false);
+        assert!(
+            unplanned.iter().all(|&(hits, _)| hits == 0),
+            "{unplanned:?}"
+        );
     }
 
     #[test]

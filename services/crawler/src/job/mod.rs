@@ -94,10 +94,11 @@ impl Crawler {
         let generation = start.run.generation;
         let book = Bookkeeping::new(&runs, &manager, start.run);
         let (already_done, mut todo) = book.split(work);
-        // Sources with a kept checkout first (crawl.max_checkout_bytes).
+        // Sources with a kept checkout first, and the checkouts of those
+        // still to come kept until their turn (crawl.max_checkout_bytes).
         self.planner
             .checkouts()
-            .kept_first(&mut todo, |(spec, project)| {
+            .plan_run(&mut todo, |(spec, project)| {
                 matches!(spec, SourceSpec::Git(_)).then_some(project.as_str())
             });
         tracing::info!(
