@@ -79,8 +79,9 @@ pub struct CrawlConfig {
     /// The disk git checkouts may take together, in bytes (the checkout
     /// cache: `<data dir>/sources`, a PVC in prod). Checkouts are kept and
     /// fetched run after run; when a sync would take the cache past this,
-    /// the checkouts indexed least recently are removed first (never one a
-    /// running crawl is reading), and cloned again, partially, the next time
+    /// the checkouts synced least recently are removed first (never one a
+    /// crawl is reading; a crawl job's sources still to come only when
+    /// nothing else is left), and cloned again, partially, the next time
     /// their source is crawled. Unset: no limit.
     pub max_checkout_bytes: Option<u64>,
 }
