@@ -96,6 +96,8 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
+# Whether something accepts connections on 127.0.0.1:PORT.
+listening() { timeout 2 bash -c ">/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -248,7 +250,7 @@ build_image runtime "$image"
 build_image local-model "$image_model"
 # nats-server for the e2e test: Debian's, from the same base, non-root (uid
 # 10001 like weft's: it writes the test's store directory).
-if ! "${build[@]}" --network host -t "$image_nats" - >"$work/build-nats.log" 2>&1 <<EOF; then
+cat >"$work/nats.Dockerfile" <<EOF
 FROM $base_image
 RUN apt-get update \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nats-server=2.9.10-1+b3 \\
@@ -258,6 +260,7 @@ RUN apt-get update \\
 USER $uid:$uid
 ENTRYPOINT ["nats-server"]
 EOF
+if ! "${build[@]}" --network host -t "$image_nats" - <"$work/nats.Dockerfile" >"$work/build-nats.log" 2>&1; then
   tail -n 30 "$work/build-nats.log" >&2
   die "docker build $image_nats"
 fi
@@ -339,10 +342,10 @@ docker run -d --name "weft-smoke-$run_id-nats" "${hardened[@]}" --tmpfs /tmp:rw,
   -v "$work/nats-store:$work/nats-store" "$image_nats" \
   -js -a 127.0.0.1 -p "$nats_port" -sd "$work/nats-store" >/dev/null || die "start nats-server"
 for _ in $(seq 1 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && break
+  listening "$nats_port" && break
   sleep 0.2
 done
-(exec 3<>"/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null || die "nats-server: not listening on $nats_port: $(docker logs "weft-smoke-$run_id-nats" 2>&1 | tail -n 5)"
+listening "$nats_port" || die "nats-server: not listening on $nats_port: $(docker logs "weft-smoke-$run_id-nats" 2>&1 | tail -n 5)"
 key_json=$(in_container "$image" weft keys new --id smoke --project '*' --json) || die "weft keys new"
 python3 -c 'import json,sys; print(json.load(sys.stdin)["entry_toml"], end="")' <<<"$key_json" >"$auth/keys.toml"
 api_key=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])' <<<"$key_json")
