@@ -612,10 +612,12 @@ echo "  layers of $image_model (docker history):"
 docker history --no-trunc --format '{{.Size}}\t{{.CreatedBy}}' "$image_model" | awk -F'\t' '$1 != "0B" { printf "    %8s  %s\n", $1, substr($2, 1, 70) }'
 printf '  %-14s %5s MB stripped (target/debug: %s MB)\n' weft-all \
   "$(mb "$(stat -c %s "$ctx/bin/weft-all")")" "$(mb "$(stat -c %s "$bins/weft-all")")"
-# The image stays under 250 MB (issue 32): with the test build's binary,
-# which is larger than the release build's.
+# The release image stays under 250 MB (issue 32). This one holds the test
+# build's weft-all, which is larger than the release build's (122 MB
+# against 111 MB stripped, measured 2026-11-27: an image of 247 MB here, 235
+# MB with the release binary): under 261 MB here is under 250 MB there.
 size=$(docker image inspect -f '{{.Size}}' "$image")
-[ "$size" -lt 250000000 ] || die "$image is $(mb "$size") MB: over 250 MB"
+[ "$size" -lt 261000000 ] || die "$image is $(mb "$size") MB with the test build's binary: the release image would be over 250 MB"
 phase done "timings"
 printf '  %s\n' "${timings[@]}"
 echo "smoke-containers: passed in $((SECONDS - started)) s: images built, each binary started as uid $uid read-only, e2e pipeline test: $e2e_result"
