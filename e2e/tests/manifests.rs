@@ -761,24 +761,7 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
             .iter()
             .map(|a| k8s::remap_paths(a, &plan.mounts))
             .collect();
-        let mut proc = plan.spawn(&logs).unwrap_or_else(|e| panic!("{e}"));
-        let Some(status) = proc.wait(Duration::from_secs(120)) else {
-            fail(&proc, "did not complete in 120 s")
-        };
-        let number = exec.argv.iter().rev().find(|a| a.parse::<u32>().is_ok());
-        if status.success() {
-            checks.push(format!("{}: exit 0", plan.id));
-        } else if let Some(n) = number
-            && status.code() != Some(2)
-            && proc.stderr().contains(&format!("generation {n}"))
-        {
-            checks.push(format!(
-                "{}: refused for its example generation {n}",
-                plan.id
-            ));
-        } else {
-            fail(&proc, &format!("exited with {status}"));
-        }
+        checks.push(run_generations_command(&plan, &logs));
     }
 
     // 4d. Every `deploy/generations-job.sh` line of deploy/README.md: the
@@ -835,6 +818,21 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // Bad arguments: refused before any kubectl runs, naming what is wrong.
+    for (args, says) in [
+        (&["switch", "three"][..], "three: a generation is a number"),
+        (&["switch"][..], "usage:"),
+        (&["rebuild"][..], "usage:"),
+    ] {
+        let out = std::process::Command::new(k8s::repo_root().join("deploy/generations-job.sh"))
+            .args(args)
+            .env("KUBECTL", "/nonexistent/kubectl")
+            .output()
+            .expect("deploy/generations-job.sh runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
     for line in admin_lines {
         let command = line.split(" #").next().unwrap_or(line).trim();
         let words: Vec<&str> = command.split_whitespace().collect();
@@ -872,30 +870,12 @@ async fn smoke(overlay_dir: &Path, kubectl: &Path) -> Report {
             "`{line}`: the Job is the CronJob's but for its arguments"
         );
         let mut plan = embedded(gc_plan);
-        plan.id = format!("deploy/README.md `{line}`");
-        plan.args = args.clone();
-        let mut proc = plan.spawn(&logs).unwrap_or_else(|e| panic!("{e}"));
-        let Some(status) = proc.wait(Duration::from_secs(120)) else {
-            fail(&proc, "did not complete in 120 s")
-        };
-        let number = args.iter().rev().find(|a| a.parse::<u32>().is_ok());
-        if status.success() {
-            checks.push(format!(
-                "{}: a Job running {}: exit 0",
-                plan.id,
-                args.join(" ")
-            ));
-        } else if let Some(n) = number
-            && status.code() != Some(2)
-            && proc.stderr().contains(&format!("generation {n}"))
-        {
-            checks.push(format!(
-                "{}: refused for its example generation {n}",
-                plan.id
-            ));
-        } else {
-            fail(&proc, &format!("exited with {status}"));
-        }
+        plan.id = format!(
+            "deploy/README.md `{line}` (a Job running {})",
+            args.join(" ")
+        );
+        plan.args = args;
+        checks.push(run_generations_command(&plan, &logs));
     }
 
     // 4b. What the autoscalers read exists: every KEDA nats-jetstream
@@ -1419,6 +1399,28 @@ fn query_pods_hold_only_search_only_store_keys() {
         }
     }
     assert!(checked >= 2, "{checked} query containers checked");
+}
+
+/// Runs a `weft-crawler generations …` command of deploy/README.md to its
+/// end: it must exit 0, or be refused only for what it asks (`switch 3` and
+/// `abort 3` name a generation that does not exist here), never for how it
+/// is written (exit 2 is the argument parser's). Returns the check's line.
+fn run_generations_command(plan: &ContainerPlan, logs: &Path) -> String {
+    let mut proc = plan.spawn(logs).unwrap_or_else(|e| panic!("{e}"));
+    let Some(status) = proc.wait(Duration::from_secs(120)) else {
+        fail(&proc, "did not complete in 120 s")
+    };
+    let number = plan.args.iter().rev().find(|a| a.parse::<u32>().is_ok());
+    if status.success() {
+        format!("{}: exit 0", plan.id)
+    } else if let Some(n) = number
+        && status.code() != Some(2)
+        && proc.stderr().contains(&format!("generation {n}"))
+    {
+        format!("{}: refused for its example generation {n}", plan.id)
+    } else {
+        fail(&proc, &format!("exited with {status}"))
+    }
 }
 
 /// Bytes of a Kubernetes quantity such as `50Gi`, `256Mi` or `1000`.

@@ -269,7 +269,23 @@ mod tests {
             ),
             ("[crawl]\nproxy = \"socks5://p\"\n", "crawl.proxy"),
             ("[crawl]\nmax_page_bytes = 10\n", "crawl.max_page_bytes"),
+            (
+                "[crawl]\nmax_checkout_bytes = 0\n",
+                "crawl.max_checkout_bytes",
+            ),
+            (
+                "[crawl]\nmax_checkout_bytes = \"40Gi\"\n",
+                "max_checkout_bytes",
+            ),
         ]);
+        // The manifests set it in bytes through the environment.
+        let crawl = load_toml_with_env(
+            "",
+            env(&[("WEFT__CRAWL__MAX_CHECKOUT_BYTES", "42949672960")]),
+        )
+        .unwrap()
+        .crawl;
+        assert_eq!(crawl.max_checkout_bytes, Some(42_949_672_960));
     }
 
     #[test]
