@@ -52,6 +52,9 @@ pub struct Status {
     stores: String,
     model: String,
     dimension: usize,
+    /// The local model's precision, as `embedding.precision` resolves on
+    /// this CPU (`fp32`, `int8`); none for an embedding API.
+    precision: Option<&'static str>,
     model_dir: PathBuf,
     model_present: bool,
     projects: Vec<ProjectStatus>,
@@ -185,6 +188,8 @@ pub fn gather(ctx: &Context) -> anyhow::Result<Status> {
         stores: stores.description.clone(),
         model: stores.model.clone(),
         dimension: stores.dimension,
+        precision: (ctx.config.embedding.provider == weft_config::EmbeddingProvider::Local)
+            .then(|| weft_wiring::local_precision(&ctx.config.embedding).name()),
         model_present: ctx.locations.model_dir.join("model.safetensors").exists(),
         model_dir: ctx.locations.model_dir.clone(),
         projects,
@@ -224,8 +229,10 @@ impl fmt::Display for Status {
         }
         write!(
             f,
-            "model           {} ({} dimensions)",
-            self.model, self.dimension
+            "model           {} ({} dimensions{})",
+            self.model,
+            self.dimension,
+            self.precision.map_or(String::new(), |p| format!(", {p}"))
         )?;
         if self.model_present {
             writeln!(f)?;

@@ -141,7 +141,9 @@ fn main() -> anyhow::Result<()> {
         .model_dir
         .clone()
         .unwrap_or_else(weft_config::default_model_dir);
-    let model = weft_embed_local::LocalEmbedder::load(&model_dir, 256)?;
+    // The precision `weft eval` indexed in: embedding.precision as weft reads it.
+    let options = weft_wiring::local_load_options(&weft_config::load(None)?.config.embedding);
+    let model = weft_embed_local::LocalEmbedder::load_with(&model_dir, &options)?;
     let embedder: Arc<dyn Embedder> = Arc::new(CachingEmbedder::new(Arc::new(model)));
 
     let base = RetrievalConfig::default();

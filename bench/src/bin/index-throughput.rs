@@ -115,8 +115,11 @@ fn main() -> anyhow::Result<()> {
                 .clone()
                 .unwrap_or_else(weft_config::default_model_dir);
             Arc::new(
-                weft_embed_local::LocalEmbedder::load(&dir, config.embedding.max_tokens)
-                    .with_context(|| format!("loading the model from {}", dir.display()))?,
+                weft_embed_local::LocalEmbedder::load_with(
+                    &dir,
+                    &weft_wiring::local_load_options(&config.embedding),
+                )
+                .with_context(|| format!("loading the model from {}", dir.display()))?,
             )
         }
     };

@@ -82,8 +82,9 @@ fn main() -> anyhow::Result<()> {
         .unwrap_or_else(weft_config::default_model_dir);
     let embedder: Option<Arc<dyn Embedder>> = match args.mode {
         SearchMode::Text => None,
-        _ => Some(Arc::new(weft_embed_local::LocalEmbedder::load(
-            &model_dir, 256,
+        _ => Some(Arc::new(weft_embed_local::LocalEmbedder::load_with(
+            &model_dir,
+            &weft_wiring::local_load_options(&weft_config::load(None)?.config.embedding),
         )?)),
     };
     let engine = QueryEngine::new(

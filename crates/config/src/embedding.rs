@@ -19,6 +19,12 @@ pub struct EmbeddingConfig {
     pub model_dir: Option<PathBuf>,
     /// Texts are truncated at this many tokens.
     pub max_tokens: usize,
+    /// `local`: the arithmetic of the model's linear layers: `auto` (the
+    /// default: `int8` on a CPU with 8-bit dot-product instructions,
+    /// AVX-512 VNNI or AVX-VNNI, else `fp32`), `fp32` or `int8`. It enters
+    /// the index identity: an index embedded in another precision is
+    /// embedded again by `--reindex` (in a new generation).
+    pub precision: EmbeddingPrecision,
     /// Chunks embedded per call (per request, for `http`).
     pub batch_size: usize,
     /// `local` (the model in `model_dir`, in-process) or `http` (an
@@ -89,6 +95,12 @@ impl EmbeddingConfig {
         if self.batch_size == 0 {
             return bad("embedding.batch_size", "must be at least 1");
         }
+        if self.provider == EmbeddingProvider::Http && self.precision != EmbeddingPrecision::Auto {
+            return bad(
+                "embedding.precision",
+                "applies to the local model only (embedding.provider is http)",
+            );
+        }
         if self.provider == EmbeddingProvider::Http {
             if self.url.as_deref().is_none_or(|u| u.trim().is_empty()) {
                 return bad(
@@ -134,6 +146,19 @@ impl EmbeddingConfig {
     }
 }
 
+/// `embedding.precision`: the local model's arithmetic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmbeddingPrecision {
+    /// `int8` where the CPU multiplies 8-bit integers fast, else `fp32`.
+    #[default]
+    Auto,
+    /// 32-bit floats: the model's weights as published.
+    Fp32,
+    /// 8-bit integer products (weights per channel, activations per pass).
+    Int8,
+}
+
 /// Where embeddings come from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -150,6 +175,7 @@ impl Default for EmbeddingConfig {
         Self {
             model_dir: None,
             max_tokens: 256,
+            precision: EmbeddingPrecision::Auto,
             batch_size: 64,
             provider: EmbeddingProvider::Local,
             url: None,

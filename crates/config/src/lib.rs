@@ -73,7 +73,7 @@ pub use cidr::Cidr;
 pub use crawl::{CrawlConfig, GIT_PROTOCOLS};
 pub use data::DataConfig;
 pub use embedder::EmbedderServiceConfig;
-pub use embedding::{DEFAULT_LOCAL_MODEL, EmbeddingConfig, EmbeddingProvider};
+pub use embedding::{DEFAULT_LOCAL_MODEL, EmbeddingConfig, EmbeddingPrecision, EmbeddingProvider};
 pub use error::{ConfigError, InvalidSetting};
 pub use generations::{GenerationRegistryKind, GenerationsConfig};
 pub use locations::{Locations, default_data_dir, default_model_dir};

@@ -112,9 +112,10 @@ pub async fn embedder(
             .meta()?
             .filter(|m| m.model == model_id)
         {
-            let (dir, max_tokens) = (locations.model_dir.clone(), config.embedding.max_tokens);
+            let dir = locations.model_dir.clone();
+            let options = crate::embedding::local_load_options(&config.embedding);
             let lazy = LazyEmbedder::new(model_id, meta.dimension, move || {
-                weft_embed_local::LocalEmbedder::load(&dir, max_tokens)
+                weft_embed_local::LocalEmbedder::load_with(&dir, &options)
                     .map(|m| Arc::new(m) as Arc<dyn Embedder>)
                     .map_err(|e| e.to_string())
             });

@@ -4,8 +4,9 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use weft_config::{EmbeddingConfig, EmbeddingProvider};
+use weft_config::{EmbeddingConfig, EmbeddingPrecision, EmbeddingProvider};
 use weft_core::ports::{Embedder, PortError, PortResult};
+use weft_embed_local::{LoadOptions, Precision};
 
 /// Why the embedder could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -49,14 +50,32 @@ pub enum EmbedderSetupError {
     },
 }
 
+/// The precision the local model runs in: `embedding.precision`, with
+/// `auto` resolved for this CPU ([`Precision::fastest`]).
+pub fn local_precision(config: &EmbeddingConfig) -> Precision {
+    match config.precision {
+        EmbeddingPrecision::Auto => Precision::fastest(),
+        EmbeddingPrecision::Fp32 => Precision::Fp32,
+        EmbeddingPrecision::Int8 => Precision::Int8,
+    }
+}
+
+/// How the local model is loaded per `[embedding]`.
+pub fn local_load_options(config: &EmbeddingConfig) -> LoadOptions {
+    LoadOptions::new(config.max_tokens).precision(local_precision(config))
+}
+
 /// How the catalog names the embedder `config` sets up for the model
 /// `model_id`, within a document's index tag ([`weft_core::index_tag`]),
 /// with what else changes its vectors: where the local model cuts texts
-/// (`all-MiniLM-L6-v2@256`), what an API is told chunks are
+/// and its precision (`all-MiniLM-L6-v2@256`, `all-MiniLM-L6-v2@256+int8.1`;
+/// [`weft_embed_local::embedder_tag`]), what an API is told chunks are
 /// (`http:e5[passage|passage: ]`).
 pub fn embedder_tag(config: &EmbeddingConfig, model_id: &str) -> String {
     match config.provider {
-        EmbeddingProvider::Local => format!("{model_id}@{}", config.max_tokens),
+        EmbeddingProvider::Local => {
+            weft_embed_local::embedder_tag(model_id, config.max_tokens, local_precision(config))
+        }
         EmbeddingProvider::Http => {
             let input_type = config.document_input_type.as_deref().unwrap_or("");
             if input_type.is_empty() && config.document_prefix.is_empty() {
@@ -77,9 +96,9 @@ pub async fn embedder_from_config(
 ) -> Result<Arc<dyn Embedder>, EmbedderSetupError> {
     match config.provider {
         EmbeddingProvider::Local => {
-            let (dir, max_tokens) = (model_dir.to_owned(), config.max_tokens);
+            let (dir, options) = (model_dir.to_owned(), local_load_options(config));
             let model = tokio::task::spawn_blocking(move || {
-                weft_embed_local::LocalEmbedder::load(&dir, max_tokens)
+                weft_embed_local::LocalEmbedder::load_with(&dir, &options)
             })
             .await
             .map_err(|source| EmbedderSetupError::Interrupted {
@@ -228,8 +247,24 @@ mod tests {
 
     #[test]
     fn the_embedder_tag_changes_with_what_changes_the_vectors() {
-        let local = EmbeddingConfig::default();
+        let local = EmbeddingConfig {
+            precision: EmbeddingPrecision::Fp32,
+            ..EmbeddingConfig::default()
+        };
         assert_eq!(embedder_tag(&local, "m"), "m@256");
+        let int8 = EmbeddingConfig {
+            precision: EmbeddingPrecision::Int8,
+            ..EmbeddingConfig::default()
+        };
+        assert_eq!(embedder_tag(&int8, "m"), "m@256+int8.1");
+        // auto is one of the two, as this CPU decides.
+        let auto = embedder_tag(&EmbeddingConfig::default(), "m");
+        let expected = if Precision::int8_is_fast() {
+            "m@256+int8.1"
+        } else {
+            "m@256"
+        };
+        assert_eq!(auto, expected);
         let shorter = EmbeddingConfig {
             max_tokens: 128,
             ..EmbeddingConfig::default()

@@ -41,6 +41,7 @@ pub use disk_usage::{DiskUsage, GenerationUsage, Size};
 pub use embedded::text_is_outdated;
 pub use embedding::{
     EmbedBatching, EmbedderSetupError, LazyEmbedder, embedder_from_config, embedder_tag,
+    local_load_options, local_precision,
 };
 pub use query::{
     ANNOUNCE_EVERY, FollowState, LiveQuery, LiveSource, QueryEmbedder, QueryStack, open_query,

@@ -29,6 +29,9 @@ type Result<T, E = String> = std::result::Result<T, E>;
 /// score, and finite (no `inf - inf` anywhere).
 const MASKED: f32 = -1e9;
 
+/// ONNX Runtime's own operators (`DynamicQuantizeMatMul`).
+const MICROSOFT_DOMAIN: &str = "com.microsoft";
+
 /// The encoder family, from `config.json`'s `model_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Architecture {
@@ -36,6 +39,89 @@ pub enum Architecture {
     Bert,
     /// MPNet: positions from the padding index plus relative-position buckets.
     MpNet,
+}
+
+/// The arithmetic of the encoder's linear layers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// 32-bit floats throughout: the model's weights as stored.
+    #[default]
+    Fp32,
+    /// Five of the six linear layers of every encoder layer (query, key and
+    /// value as one product, attention output, feed-forward in) as 8-bit
+    /// integer products: weights quantized per output channel (symmetric,
+    /// int8) when the graph is built, activations when it runs (uint8, one
+    /// scale per forward pass: the unsigned × signed form of VNNI and AMX).
+    /// The feed-forward output, embeddings, layer norms, attention scores
+    /// and softmax, GELU and pooling stay fp32.
+    Int8,
+}
+
+/// The version of the int8 recipe ([`Precision::Int8`]): it enters the
+/// index identity, so vectors of another recipe are never mixed with these.
+pub const INT8_RECIPE: &str = "int8.1";
+
+impl Precision {
+    /// `fp32` or `int8`, as `embedding.precision` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Int8 => "int8",
+        }
+    }
+
+    /// What the precision adds to the model's part of the index identity:
+    /// nothing for fp32 (the model's own vectors), `+int8.1` for int8.
+    pub fn identity_suffix(self) -> String {
+        match self {
+            Precision::Fp32 => String::new(),
+            Precision::Int8 => format!("+{INT8_RECIPE}"),
+        }
+    }
+
+    /// Whether this CPU multiplies int8 faster than fp32: it has 8-bit
+    /// dot-product instructions (AVX-512 VNNI or AVX-VNNI on x86-64; every
+    /// CPU with AMX has AVX-512 VNNI too). Without them ONNX Runtime's int8
+    /// kernels gain little over fp32, and the unsigned × signed products of
+    /// AVX2 can saturate.
+    pub fn int8_is_fast() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx512vnni")
+                || std::arch::is_x86_feature_detected!("avxvnni")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// The precision of `auto`: int8 where [`Precision::int8_is_fast`],
+    /// else fp32.
+    pub fn fastest() -> Precision {
+        if Precision::int8_is_fast() {
+            Precision::Int8
+        } else {
+            Precision::Fp32
+        }
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fp32" => Ok(Precision::Fp32),
+            "int8" => Ok(Precision::Int8),
+            other => Err(format!("unknown precision {other:?} (fp32 or int8)")),
+        }
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// What `config.json` says about the encoder.
@@ -189,6 +275,25 @@ struct Builder {
     graph: Graph,
     next: usize,
     constants: HashMap<Vec<i64>, String>,
+    precision: Precision,
+}
+
+/// `[out, in]` weights (a linear layer's, as stored) as int8 `[in, out]`
+/// (transposed, for `x · W`) with one scale per output channel: symmetric,
+/// the channel's largest magnitude maps to 127.
+pub fn quantize_per_channel(weight: &[f32], outputs: usize, inputs: usize) -> (Vec<i8>, Vec<f32>) {
+    let mut quantized = vec![0i8; outputs * inputs];
+    let mut scales = vec![0f32; outputs];
+    for o in 0..outputs {
+        let row = &weight[o * inputs..(o + 1) * inputs];
+        let largest = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+        scales[o] = scale;
+        for (i, v) in row.iter().enumerate() {
+            quantized[i * outputs + o] = (v / scale).round().clamp(-127.0, 127.0) as i8;
+        }
+    }
+    (quantized, scales)
 }
 
 fn ort_error(e: ort::Error) -> String {
@@ -198,11 +303,22 @@ fn ort_error(e: ort::Error) -> String {
 impl Builder {
     /// Adds `op` over `inputs` and returns the name of its output.
     fn op(&mut self, op: &str, inputs: &[&str], attributes: Vec<Attribute>) -> Result<String> {
+        self.op_in(ONNX_DOMAIN, op, inputs, attributes)
+    }
+
+    /// Adds `op` of the operator set `domain`.
+    fn op_in(
+        &mut self,
+        domain: &str,
+        op: &str,
+        inputs: &[&str],
+        attributes: Vec<Attribute>,
+    ) -> Result<String> {
         self.next += 1;
         let output = format!("{op}_{}", self.next);
         let node = Node::new(
             op,
-            ONNX_DOMAIN,
+            domain,
             format!("n{}", self.next),
             inputs,
             [output.as_str()],
@@ -211,6 +327,49 @@ impl Builder {
         .map_err(ort_error)?;
         self.graph.add_node(node).map_err(ort_error)?;
         Ok(output)
+    }
+
+    /// Adds `op` with several outputs.
+    fn op_n(
+        &mut self,
+        op: &str,
+        inputs: &[&str],
+        outputs: usize,
+        attributes: Vec<Attribute>,
+    ) -> Result<Vec<String>> {
+        self.next += 1;
+        let names: Vec<String> = (0..outputs)
+            .map(|i| format!("{op}_{}_{i}", self.next))
+            .collect();
+        let node = Node::new(
+            op,
+            ONNX_DOMAIN,
+            format!("n{}", self.next),
+            inputs,
+            &names,
+            attributes,
+        )
+        .map_err(ort_error)?;
+        self.graph.add_node(node).map_err(ort_error)?;
+        Ok(names)
+    }
+
+    fn typed_tensor<
+        T: ort::value::PrimitiveTensorElementType + Copy + std::fmt::Debug + 'static,
+    >(
+        &mut self,
+        name: &str,
+        shape: &[usize],
+        values: &[T],
+    ) -> Result<String> {
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let mut tensor =
+            Tensor::<T>::new(&Allocator::default(), Shape::new(dims)).map_err(ort_error)?;
+        tensor.extract_tensor_mut().1.copy_from_slice(values);
+        self.graph
+            .add_initializer(name, tensor, false)
+            .map_err(ort_error)?;
+        Ok(name.to_owned())
     }
 
     fn f32_tensor(&mut self, name: &str, shape: &[usize], values: &[f32]) -> Result<String> {
@@ -257,7 +416,8 @@ impl Builder {
         self.f32_tensor(name, shape, &values)
     }
 
-    /// `x · Wᵀ + b` for the linear layer `name` (`[out, in]` weights).
+    /// `x · Wᵀ + b` for the linear layer `name` (`[out, in]` weights), in
+    /// fp32 whatever the precision.
     fn linear(
         &mut self,
         w: &Weights,
@@ -277,6 +437,69 @@ impl Builder {
         let b = self.weight(w, &format!("{name}.bias"), &[outputs])?;
         let product = self.op("MatMul", &[x, &wt], vec![])?;
         self.op("Add", &[&product, &b], vec![])
+    }
+
+    /// The linear layers `names` over the same input `x`, each `inputs` →
+    /// `outputs`, in the graph's precision. Int8: one product for all of
+    /// them (their weights side by side, so `x` is quantized once and the
+    /// product is wider), split after; ONNX Runtime's
+    /// `DynamicQuantizeMatMul` quantizes `x` to uint8 as it runs (one scale
+    /// and zero point per forward pass) and multiplies it by the int8
+    /// weights ([`quantize_per_channel`]) with the CPU's 8-bit dot-product
+    /// instructions.
+    fn linears(
+        &mut self,
+        w: &Weights,
+        x: &str,
+        names: &[&str],
+        inputs: usize,
+        outputs: usize,
+    ) -> Result<Vec<String>> {
+        if self.precision == Precision::Fp32 {
+            return names
+                .iter()
+                .map(|name| self.linear(w, x, name, inputs, outputs))
+                .collect();
+        }
+        let mut weight = Vec::with_capacity(names.len() * outputs * inputs);
+        let mut bias = Vec::with_capacity(names.len() * outputs);
+        for name in names {
+            weight.extend(w.shaped(&format!("{name}.weight"), &[outputs, inputs])?);
+            bias.extend(w.shaped(&format!("{name}.bias"), &[outputs])?);
+        }
+        let y = self.quantized_linear(x, &names.join("+"), &weight, &bias, inputs)?;
+        if names.len() == 1 {
+            return Ok(vec![y]);
+        }
+        let sizes = self.ints(&vec![outputs as i64; names.len()])?;
+        self.op_n(
+            "Split",
+            &[&y, &sizes],
+            names.len(),
+            vec![Attribute::new("axis", -1i64).map_err(ort_error)?],
+        )
+    }
+
+    /// `x · Wᵀ + b` as an int8 product, for `[out, in]` weights `weight`.
+    fn quantized_linear(
+        &mut self,
+        x: &str,
+        name: &str,
+        weight: &[f32],
+        bias: &[f32],
+        inputs: usize,
+    ) -> Result<String> {
+        let width = bias.len();
+        let (quantized, scales) = quantize_per_channel(weight, width, inputs);
+        let wq = self.typed_tensor(&format!("{name}.weight_q"), &[inputs, width], &quantized)?;
+        let ws = self.f32_tensor(&format!("{name}.weight_scale"), &[width], &scales)?;
+        let b = self.f32_tensor(&format!("{name}.bias"), &[width], bias)?;
+        self.op_in(
+            MICROSOFT_DOMAIN,
+            "DynamicQuantizeMatMul",
+            &[x, &wq, &ws, "", &b],
+            vec![],
+        )
     }
 
     fn layer_norm(&mut self, w: &Weights, x: &str, name: &str, spec: &Spec) -> Result<String> {
@@ -346,13 +569,14 @@ pub fn relative_position_bucket(relative: i64, buckets: usize) -> i64 {
 }
 
 /// Builds the encoder of `spec` from the safetensors file `bytes`, for
-/// texts of at most `max_tokens` tokens.
-pub fn build(spec: &Spec, bytes: &[u8], max_tokens: usize) -> Result<Model> {
+/// texts of at most `max_tokens` tokens, its linear layers in `precision`.
+pub fn build(spec: &Spec, bytes: &[u8], max_tokens: usize, precision: Precision) -> Result<Model> {
     let w = Weights::new(bytes, spec.architecture)?;
     let mut b = Builder {
         graph: Graph::new().map_err(ort_error)?,
         next: 0,
         constants: HashMap::new(),
+        precision,
     };
     let int_input = |name: &str| {
         Outlet::new(
@@ -480,14 +704,20 @@ pub fn build(spec: &Spec, bytes: &[u8], max_tokens: usize) -> Result<Model> {
     let sqrt2 = b.scalar("sqrt2", std::f32::consts::SQRT_2)?;
     for layer in 0..spec.layers {
         let names = LayerNames::of(spec.architecture, layer);
-        let heads_of = |b: &mut Builder, name: &str, perm: Vec<i64>| -> Result<String> {
-            let projected = b.linear(&w, &x, name, hidden, hidden)?;
-            let split = b.op("Reshape", &[&projected, &split], vec![])?;
+        let projected = b.linears(
+            &w,
+            &x,
+            &[&names.query, &names.key, &names.value],
+            hidden,
+            hidden,
+        )?;
+        let heads_of = |b: &mut Builder, projected: &str, perm: Vec<i64>| -> Result<String> {
+            let split = b.op("Reshape", &[projected, &split], vec![])?;
             b.op("Transpose", &[&split], vec![attr_list("perm", perm)?])
         };
-        let q = heads_of(&mut b, &names.query, vec![0, 2, 1, 3])?;
-        let k = heads_of(&mut b, &names.key, vec![0, 2, 3, 1])?;
-        let v = heads_of(&mut b, &names.value, vec![0, 2, 1, 3])?;
+        let q = heads_of(&mut b, &projected[0], vec![0, 2, 1, 3])?;
+        let k = heads_of(&mut b, &projected[1], vec![0, 2, 3, 1])?;
+        let v = heads_of(&mut b, &projected[2], vec![0, 2, 1, 3])?;
         let scores = b.op("MatMul", &[&q, &k], vec![])?;
         let scores = b.op("Mul", &[&scores, &scale], vec![])?;
         let scores = b.op("Add", &[&scores, &bias], vec![])?;
@@ -499,24 +729,43 @@ pub fn build(spec: &Spec, bytes: &[u8], max_tokens: usize) -> Result<Model> {
             vec![attr_list("perm", vec![0, 2, 1, 3])?],
         )?;
         let context = b.op("Reshape", &[&context, &merge], vec![])?;
-        let attended = b.linear(&w, &context, &names.output, hidden, hidden)?;
+        let attended = b
+            .linears(&w, &context, &[&names.output], hidden, hidden)?
+            .swap_remove(0);
         let residual = b.op("Add", &[&attended, &x], vec![])?;
         x = b.layer_norm(&w, &residual, &names.attention_norm, spec)?;
 
         let p = format!("encoder.layer.{layer}.");
-        let inner = b.linear(
-            &w,
-            &x,
-            &format!("{p}intermediate.dense"),
-            hidden,
-            spec.intermediate,
-        )?;
+        let inner = b
+            .linears(
+                &w,
+                &x,
+                &[&format!("{p}intermediate.dense")],
+                hidden,
+                spec.intermediate,
+            )?
+            .swap_remove(0);
         // GELU, exact: x/2 · (1 + erf(x/√2)).
         let scaled = b.op("Div", &[&inner, &sqrt2], vec![])?;
         let erf = b.op("Erf", &[&scaled], vec![])?;
         let erf = b.op("Add", &[&erf, &one_f], vec![])?;
         let halved = b.op("Mul", &[&inner, &half], vec![])?;
         let activated = b.op("Mul", &[&halved, &erf], vec![])?;
+        if std::env::var_os("WEFT_INT8_ALL").is_some_and(|v| !v.is_empty())
+            && b.precision == Precision::Int8
+        {
+            let ffn_out = format!("{p}output.dense");
+            let out = b
+                .linears(&w, &activated, &[&ffn_out], spec.intermediate, hidden)?
+                .swap_remove(0);
+            let residual = b.op("Add", &[&out, &x], vec![])?;
+            x = b.layer_norm(&w, &residual, &format!("{p}output.LayerNorm"), spec)?;
+            continue;
+        }
+        // The feed-forward output stays fp32 in every precision: its input,
+        // GELU's output, has the largest outliers of the encoder, and one
+        // scale per forward pass loses the small values (int8 here took the
+        // mean cosine to fp32 from .9974 to .9943; bench/RESULTS.md).
         let out = b.linear(
             &w,
             &activated,
@@ -547,8 +796,11 @@ pub fn build(spec: &Spec, bytes: &[u8], max_tokens: usize) -> Result<Model> {
     .map_err(ort_error)?;
     b.graph.add_node(normalise).map_err(ort_error)?;
 
-    let mut model =
-        Model::new([Opset::new(ONNX_DOMAIN, 17).map_err(ort_error)?]).map_err(ort_error)?;
+    let mut model = Model::new([
+        Opset::new(ONNX_DOMAIN, 17).map_err(ort_error)?,
+        Opset::new(MICROSOFT_DOMAIN, 1).map_err(ort_error)?,
+    ])
+    .map_err(ort_error)?;
     model.set_graph(b.graph).map_err(ort_error)?;
     Ok(model)
 }
@@ -565,6 +817,28 @@ mod tests {
             .map(|&r| relative_position_bucket(r, 32))
             .collect();
         assert_eq!(got, vec![15, 15, 10, 8, 7, 1, 0, 17, 23, 24, 26, 31, 31]);
+    }
+
+    #[test]
+    fn weights_are_quantized_per_output_channel_within_half_a_step() {
+        // Two output channels of three inputs, [out, in]; one all zero.
+        let weight = [0.5, -1.0, 0.25, 0.0, 0.0, 0.0];
+        let (quantized, scales) = quantize_per_channel(&weight, 2, 3);
+        assert_eq!(scales[0], 1.0 / 127.0, "the largest magnitude maps to 127");
+        assert_eq!(scales[1], 1.0, "an empty channel keeps a usable scale");
+        // Transposed to [in, out].
+        assert_eq!(quantized, vec![64, 0, -127, 0, 32, 0]);
+        for (i, w) in weight[..3].iter().enumerate() {
+            let back = f32::from(quantized[i * 2]) * scales[0];
+            assert!(
+                (back - w).abs() <= scales[0] / 2.0,
+                "{w} came back as {back}"
+            );
+        }
+        assert_eq!("int8".parse::<Precision>(), Ok(Precision::Int8));
+        assert!("int4".parse::<Precision>().unwrap_err().contains("int4"));
+        assert_eq!(Precision::Fp32.identity_suffix(), "");
+        assert_eq!(Precision::Int8.identity_suffix(), format!("+{INT8_RECIPE}"));
     }
 
     #[test]

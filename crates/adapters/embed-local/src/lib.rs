@@ -31,7 +31,7 @@ use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use ort::value::Tensor;
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
-pub use graph::{Architecture, Spec};
+pub use graph::{Architecture, INT8_RECIPE, Precision, Spec};
 
 /// The command that fetches a model and the runtime, for error messages.
 pub const FETCH_HINT: &str = "tools/fetch-model.sh";
@@ -46,6 +46,46 @@ const MAX_ROWS: usize = 32;
 /// long texts are smaller, which keeps the attention temporaries
 /// (`rows × heads × tokens²`) in cache.
 const MAX_BATCH_TOKENS: usize = 4096;
+
+/// How [`LocalEmbedder::load_with`] loads a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Texts are truncated at this many tokens (at most the model's
+    /// position limit).
+    pub max_tokens: usize,
+    /// The arithmetic of the linear layers.
+    pub precision: Precision,
+    /// Threads per forward pass; `None`: one per core.
+    pub threads: Option<usize>,
+    /// Writes the graph ONNX Runtime runs, after its optimizer (the fused
+    /// kernels it chose), to this ONNX file.
+    pub save_graph: Option<PathBuf>,
+}
+
+impl LoadOptions {
+    /// fp32, texts cut at `max_tokens`, every core.
+    pub fn new(max_tokens: usize) -> Self {
+        Self {
+            max_tokens,
+            precision: Precision::Fp32,
+            threads: None,
+            save_graph: None,
+        }
+    }
+
+    /// These options in `precision`.
+    pub fn precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
+    }
+}
+
+/// The index identity's name for vectors of the model `model_id`, texts cut
+/// at `max_tokens`, in `precision`: `all-MiniLM-L6-v2@256` (fp32),
+/// `all-MiniLM-L6-v2@256+int8.1` (int8).
+pub fn embedder_tag(model_id: &str, max_tokens: usize, precision: Precision) -> String {
+    format!("{model_id}@{max_tokens}{}", precision.identity_suffix())
+}
 
 /// Why a model could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +166,7 @@ pub struct LocalEmbedder {
     pad_id: i64,
     model_id: String,
     max_tokens: usize,
+    precision: Precision,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -135,14 +176,21 @@ impl std::fmt::Debug for LocalEmbedder {
             .field("architecture", &self.spec.architecture)
             .field("dimension", &self.spec.hidden)
             .field("max_tokens", &self.max_tokens)
+            .field("precision", &self.precision)
             .finish()
     }
 }
 
 impl LocalEmbedder {
-    /// Loads the model in `dir`, truncating texts at `max_tokens` (at most
-    /// the model's position limit).
+    /// Loads the model in `dir` in fp32, truncating texts at `max_tokens`
+    /// (at most the model's position limit).
     pub fn load(dir: &Path, max_tokens: usize) -> Result<Self, LoadError> {
+        Self::load_with(dir, &LoadOptions::new(max_tokens))
+    }
+
+    /// Loads the model in `dir` as `options` say.
+    pub fn load_with(dir: &Path, options: &LoadOptions) -> Result<Self, LoadError> {
+        let (max_tokens, precision) = (options.max_tokens, options.precision);
         let path = |file: &'static str| {
             let p = dir.join(file);
             if p.is_file() {
@@ -204,17 +252,25 @@ impl LocalEmbedder {
         // built (the weights are copied into it); weft does not modify it.
         let bytes = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| invalid("model.safetensors", e.to_string()))?;
-        let model =
-            graph::build(&spec, &bytes, max_tokens).map_err(|m| invalid("model.safetensors", m))?;
+        let model = graph::build(&spec, &bytes, max_tokens, precision)
+            .map_err(|m| invalid("model.safetensors", m))?;
         drop(bytes);
 
         let session_error = |e: &dyn std::fmt::Display| LoadError::Session {
             dir: dir.to_owned(),
             message: e.to_string(),
         };
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let threads = options
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+        let save_graph = options.save_graph.clone();
         let options = || -> Result<SessionBuilder, ort::Error> {
-            Ok(Session::builder(environment)?
+            let builder = Session::builder(environment)?;
+            let builder = match &save_graph {
+                Some(path) => builder.with_optimized_model_path(path)?,
+                None => builder,
+            };
+            Ok(builder
                 .with_optimization_level(GraphOptimizationLevel::All)?
                 .with_intra_threads(threads)?
                 .with_inter_threads(1)?
@@ -236,6 +292,7 @@ impl LocalEmbedder {
             spec,
             model_id: Self::model_id_of(dir),
             max_tokens,
+            precision,
         })
     }
 
@@ -260,6 +317,16 @@ impl LocalEmbedder {
     /// Texts are truncated at this many tokens.
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
+    }
+
+    /// The arithmetic of the linear layers.
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// The index identity's name for this model's vectors ([`embedder_tag`]).
+    pub fn tag(&self) -> String {
+        embedder_tag(&self.model_id, self.max_tokens, self.precision)
     }
 
     /// The encoder's shape, as `config.json` gives it.
@@ -287,7 +354,7 @@ impl LocalEmbedder {
         let encodings = self.encode(texts)?;
         let lengths: Vec<usize> = encodings.iter().map(Encoding::len).collect();
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for batch in batches(&lengths) {
+        for batch in batches(&lengths, self.precision) {
             let vectors = self.embed_batch(&batch, &encodings)?;
             for (&i, vector) in batch.iter().zip(vectors) {
                 out[i] = vector;
@@ -330,7 +397,18 @@ impl LocalEmbedder {
 /// The texts' indexes grouped into forward passes, from the texts' token
 /// counts: sorted by length, at most [`MAX_ROWS`] texts and
 /// [`MAX_BATCH_TOKENS`] tokens (padding included) per batch.
-fn batches(lengths: &[usize]) -> Vec<Vec<usize>> {
+///
+/// Int8: one text per pass. Its activations are quantized with one scale
+/// per pass, so a text's vector then depends on that text alone (not on
+/// the texts batched beside it: 0.990 cosine between the two otherwise),
+/// is closer to fp32, and a query, embedded alone, is quantized the way its
+/// documents were. It costs nothing measurable: a text is already
+/// ~170 rows of each product, and there is no padding.
+fn batches(lengths: &[usize], precision: Precision) -> Vec<Vec<usize>> {
+    let rows = match precision {
+        Precision::Fp32 => MAX_ROWS,
+        Precision::Int8 => 1,
+    };
     let mut order: Vec<usize> = (0..lengths.len()).collect();
     order.sort_by_key(|&i| lengths[i]);
     let mut out: Vec<Vec<usize>> = Vec::new();
@@ -339,7 +417,7 @@ fn batches(lengths: &[usize]) -> Vec<Vec<usize>> {
         // Sorted ascending: this text is the batch's longest.
         let width = lengths[i].max(1);
         if !current.is_empty()
-            && (current.len() == MAX_ROWS || (current.len() + 1) * width > MAX_BATCH_TOKENS)
+            && (current.len() == rows || (current.len() + 1) * width > MAX_BATCH_TOKENS)
         {
             out.push(std::mem::take(&mut current));
         }
@@ -352,9 +430,9 @@ fn batches(lengths: &[usize]) -> Vec<Vec<usize>> {
 }
 
 /// The tokens the forward passes over texts of these token counts compute,
-/// padding included (one [`LocalEmbedder::embed`] call).
-pub fn padded_tokens(lengths: &[usize]) -> usize {
-    batches(lengths)
+/// padding included (one [`LocalEmbedder::embed`] call in `precision`).
+pub fn padded_tokens(lengths: &[usize], precision: Precision) -> usize {
+    batches(lengths, precision)
         .iter()
         .map(|b| b.len() * b.iter().map(|&i| lengths[i]).max().unwrap_or(0))
         .sum()
@@ -391,7 +469,7 @@ mod tests {
     #[test]
     fn batches_hold_every_text_once_sorted_and_capped() {
         let lengths: Vec<usize> = (0..200).map(|i| (i * 37) % 256 + 1).collect();
-        let plan = batches(&lengths);
+        let plan = batches(&lengths, Precision::Fp32);
         let mut seen: Vec<usize> = plan.iter().flatten().copied().collect();
         seen.sort_unstable();
         assert_eq!(seen, (0..200).collect::<Vec<_>>());
@@ -407,8 +485,13 @@ mod tests {
         // Sorted batching pads little: 12.7% here, where lengths are spread
         // evenly over 1..=256 (in input order, batches of 32 would pad 94%).
         let real: usize = lengths.iter().sum();
-        assert_eq!(padded_tokens(&lengths), 28_546);
+        assert_eq!(padded_tokens(&lengths, Precision::Fp32), 28_546);
         assert_eq!(real, 25_332);
-        assert!(batches(&[]).is_empty());
+        assert!(batches(&[], Precision::Fp32).is_empty());
+        // Int8: one text per pass, shortest first, no padding.
+        let one = batches(&lengths, Precision::Int8);
+        assert_eq!(one.len(), lengths.len());
+        assert!(one.windows(2).all(|w| lengths[w[0][0]] <= lengths[w[1][0]]));
+        assert_eq!(padded_tokens(&lengths, Precision::Int8), real);
     }
 }

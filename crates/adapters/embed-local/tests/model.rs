@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use weft_embed_local::{Architecture, DEFAULT_MAX_TOKENS, LoadError, LocalEmbedder};
+use weft_embed_local::{
+    Architecture, DEFAULT_MAX_TOKENS, INT8_RECIPE, LoadError, LoadOptions, LocalEmbedder, Precision,
+};
 
 fn model_dir() -> PathBuf {
     std::env::var_os("WEFT_MODEL_DIR")
@@ -218,4 +220,76 @@ fn vectors_come_back_in_input_order_whatever_the_lengths() {
         let alone = embedder().embed(&[text]).unwrap();
         assert!(cosine(&alone[0], &together[i]) > 0.99999, "text {i} moved");
     }
+}
+
+fn int8(save_graph: Option<PathBuf>) -> LocalEmbedder {
+    let mut options = LoadOptions::new(DEFAULT_MAX_TOKENS).precision(Precision::Int8);
+    options.save_graph = save_graph;
+    LocalEmbedder::load_with(&model_dir(), &options).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The int8 graph is really quantized (ONNX Runtime runs its int8 kernel,
+/// the vectors differ from fp32's) and stays close to fp32: every vector
+/// within a small angle, unit length, the same nearest texts.
+#[test]
+fn int8_runs_integer_kernels_and_stays_close_to_fp32() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("int8.onnx");
+    let model = int8(Some(graph.clone()));
+    assert_eq!(model.precision(), Precision::Int8);
+    assert_eq!(
+        model.tag(),
+        format!("all-MiniLM-L6-v2@{DEFAULT_MAX_TOKENS}+{INT8_RECIPE}")
+    );
+    assert_eq!(
+        embedder().tag(),
+        format!("all-MiniLM-L6-v2@{DEFAULT_MAX_TOKENS}")
+    );
+    let saved = std::fs::read(&graph).expect("the optimized graph was written");
+    let has = |op: &str| saved.windows(op.len()).any(|w| w == op.as_bytes());
+    assert!(
+        has("DynamicQuantizeMatMul"),
+        "int8 kernels in the graph ONNX Runtime runs"
+    );
+
+    let texts: Vec<String> = TEXTS
+        .iter()
+        .map(|t| (*t).to_owned())
+        .chain((0..24).map(|i| {
+            format!(
+                "fn handler_{i}(request: Request) -> Response {{ route(request, {i}).await }} {}",
+                "// retries the call on timeout ".repeat(i % 5)
+            )
+        }))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let exact = embedder().embed(&refs).unwrap();
+    let quantized = model.embed(&refs).unwrap();
+    let mut identical = true;
+    for (i, (a, b)) in exact.iter().zip(&quantized).enumerate() {
+        let norm: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "text {i}: norm {norm}");
+        let cos = cosine(a, b);
+        assert!(cos > 0.98, "text {i}: cosine to fp32 {cos}");
+        identical &= a == b;
+    }
+    assert!(!identical, "int8 vectors are not fp32's");
+    // The same nearest text for each of the first texts, in both precisions.
+    let nearest = |vectors: &[Vec<f32>], i: usize| {
+        (0..vectors.len())
+            .filter(|&j| j != i)
+            .max_by(|&x, &y| {
+                cosine(&vectors[i], &vectors[x]).total_cmp(&cosine(&vectors[i], &vectors[y]))
+            })
+            .unwrap()
+    };
+    for i in 0..TEXTS.len() {
+        assert_eq!(nearest(&exact, i), nearest(&quantized, i), "text {i}");
+    }
+    // Activations are quantized per forward pass, and a pass holds one
+    // text: a text's vector does not depend on the texts embedded with it.
+    let alone = model.embed(&[refs[1]]).unwrap();
+    let together = model.embed(&refs).unwrap();
+    let moved = cosine(&alone[0], &together[1]);
+    assert!(moved > 0.99999, "alone vs batched: {moved}");
 }
