@@ -6,7 +6,7 @@
 //! peak memory.
 //!
 //! ```text
-//! cargo run --release -p weft-bench --bin search-scale -- --chunks 1000000 --data-dir /tmp/scale-1m
+//! cargo run --release -p weft-bench --bin search-scale -- --chunks 1000000 --data-dir /tmp/scale-1m [--max-tokens 2000]
 //! ```
 //!
 //! The first run builds the directory (and reports the build); a second run
@@ -49,6 +49,10 @@ struct Args {
     /// hybrid, vector or text.
     #[arg(long, default_value = "hybrid")]
     mode: SearchMode,
+    /// Pack each response into this many tokens (as `weft search
+    /// --max-tokens` and MCP do); unset: the unpacked response.
+    #[arg(long)]
+    max_tokens: Option<usize>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -233,7 +237,9 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     let data_dir = DataDir::new(&args.data_dir);
     let existed = data_dir.meta()?.is_some();
+    let opening = Instant::now();
     let stores = data_dir.open_for(MODEL_ID, DIM)?;
+    let open_s = opening.elapsed().as_secs_f64();
     let mut build = serde_json::Value::Null;
     if !existed {
         let start = Instant::now();
@@ -324,6 +330,7 @@ fn main() -> anyhow::Result<()> {
             limit: 10,
             mode: args.mode,
             expand: true,
+            max_tokens: args.max_tokens,
             ..Default::default()
         }))?;
         let gets = counting.gets.load(Ordering::Relaxed) - before;
@@ -344,6 +351,8 @@ fn main() -> anyhow::Result<()> {
         "chunks": stored,
         "synthetic": true,
         "mode": args.mode,
+        "max_tokens": args.max_tokens,
+        "open_s": open_s,
         "queries": latencies.len(),
         "build": build,
         "latency_ms_excluding_embedding": {
@@ -368,6 +377,12 @@ fn main() -> anyhow::Result<()> {
                 build["peak_rss_mib"].as_f64().unwrap_or(0.0)
             );
         }
+        println!(
+            "opened the data directory in {open_s:.2} s{}",
+            args.max_tokens.map_or(String::new(), |n| format!(
+                "; responses packed into {n} tokens"
+            ))
+        );
         println!(
             "{stored} chunks, {} {:?} queries with expansion, excluding query embedding: p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms; {:.1} hits per query; neighbour fetch calls per query: at most {max_gets}; peak RSS {:.0} MiB",
             latencies.len(),

@@ -19,11 +19,13 @@ pub struct EmbeddingConfig {
     pub model_dir: Option<PathBuf>,
     /// Texts are truncated at this many tokens.
     pub max_tokens: usize,
-    /// `local`: the arithmetic of the model's linear layers: `auto` (the
-    /// default: `int8` on a CPU with 8-bit dot-product instructions,
-    /// AVX-512 VNNI or AVX-VNNI, else `fp32`), `fp32` or `int8`. It enters
-    /// the index identity: an index embedded in another precision is
-    /// embedded again by `--reindex` (in a new generation).
+    /// `local`: the arithmetic of the model's linear layers: `fp32` (the
+    /// default), `int8` (about twice the throughput on CPUs with 8-bit
+    /// dot-product instructions; retrieval within about .01 nDCG@10 of
+    /// fp32, not within the .005 weft asks of a default: bench/RESULTS.md)
+    /// or `auto` (`int8` on a CPU with AVX-512 VNNI or AVX-VNNI, else
+    /// `fp32`). It enters the index identity: documents embedded in another
+    /// precision are embedded again.
     pub precision: EmbeddingPrecision,
     /// Chunks embedded per call (per request, for `http`).
     pub batch_size: usize,
@@ -95,7 +97,7 @@ impl EmbeddingConfig {
         if self.batch_size == 0 {
             return bad("embedding.batch_size", "must be at least 1");
         }
-        if self.provider == EmbeddingProvider::Http && self.precision != EmbeddingPrecision::Auto {
+        if self.provider == EmbeddingProvider::Http && self.precision != EmbeddingPrecision::Fp32 {
             return bad(
                 "embedding.precision",
                 "applies to the local model only (embedding.provider is http)",
@@ -151,9 +153,9 @@ impl EmbeddingConfig {
 #[serde(rename_all = "snake_case")]
 pub enum EmbeddingPrecision {
     /// `int8` where the CPU multiplies 8-bit integers fast, else `fp32`.
-    #[default]
     Auto,
-    /// 32-bit floats: the model's weights as published.
+    /// 32-bit floats: the model's weights as published (the default).
+    #[default]
     Fp32,
     /// 8-bit integer products (weights per channel, activations per pass).
     Int8,
@@ -175,7 +177,7 @@ impl Default for EmbeddingConfig {
         Self {
             model_dir: None,
             max_tokens: 256,
-            precision: EmbeddingPrecision::Auto,
+            precision: EmbeddingPrecision::Fp32,
             batch_size: 64,
             provider: EmbeddingProvider::Local,
             url: None,

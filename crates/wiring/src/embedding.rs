@@ -257,8 +257,15 @@ mod tests {
             ..EmbeddingConfig::default()
         };
         assert_eq!(embedder_tag(&int8, "m"), "m@256+int8.1");
+        assert_eq!(embedder_tag(&EmbeddingConfig::default(), "m"), "m@256");
         // auto is one of the two, as this CPU decides.
-        let auto = embedder_tag(&EmbeddingConfig::default(), "m");
+        let auto = embedder_tag(
+            &EmbeddingConfig {
+                precision: EmbeddingPrecision::Auto,
+                ..EmbeddingConfig::default()
+            },
+            "m",
+        );
         let expected = if Precision::int8_is_fast() {
             "m@256+int8.1"
         } else {

@@ -42,6 +42,10 @@ pub const DEFAULT_MAX_TOKENS: usize = 256;
 /// At most this many texts per forward pass.
 const MAX_ROWS: usize = 32;
 
+/// Int8: at most this many sessions run texts side by side (each holds its
+/// own copy of the graph's weights, ~70 MB for MiniLM).
+const MAX_SESSIONS: usize = 4;
+
 /// At most this many tokens (padding included) per forward pass: batches of
 /// long texts are smaller, which keeps the attention temporaries
 /// (`rows × heads × tokens²`) in cache.
@@ -160,7 +164,9 @@ impl EmbedError {
 /// A loaded sentence-embedding model.
 #[derive(Clone)]
 pub struct LocalEmbedder {
-    session: Arc<Mutex<Session>>,
+    /// fp32: one session using every thread. Int8: one session per
+    /// thread (up to [`MAX_SESSIONS`]), each running its own texts.
+    sessions: Arc<Vec<Mutex<Session>>>,
     tokenizer: Arc<Tokenizer>,
     spec: Spec,
     pad_id: i64,
@@ -252,17 +258,25 @@ impl LocalEmbedder {
         // built (the weights are copied into it); weft does not modify it.
         let bytes = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| invalid("model.safetensors", e.to_string()))?;
-        let model = graph::build(&spec, &bytes, max_tokens, precision)
-            .map_err(|m| invalid("model.safetensors", m))?;
-        drop(bytes);
-
         let session_error = |e: &dyn std::fmt::Display| LoadError::Session {
             dir: dir.to_owned(),
             message: e.to_string(),
         };
         let threads = options
             .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+            .max(1);
+        // fp32 passes hold many texts and use every thread. An int8 pass
+        // holds one text (see `batches`), too little work to share between
+        // threads well (2 threads gained nothing over 1 here), so texts run
+        // side by side instead, one session per thread.
+        let (count, intra) = match precision {
+            Precision::Fp32 => (1, threads),
+            Precision::Int8 => {
+                let count = threads.min(MAX_SESSIONS);
+                (count, threads / count)
+            }
+        };
         let save_graph = options.save_graph.clone();
         let options = || -> Result<SessionBuilder, ort::Error> {
             let builder = Session::builder(environment)?;
@@ -272,7 +286,7 @@ impl LocalEmbedder {
             };
             Ok(builder
                 .with_optimization_level(GraphOptimizationLevel::All)?
-                .with_intra_threads(threads)?
+                .with_intra_threads(intra)?
                 .with_inter_threads(1)?
                 // Threads sleep between operators instead of spinning: the
                 // indexer chunks and writes on the same cores meanwhile
@@ -281,12 +295,19 @@ impl LocalEmbedder {
                 .with_intra_op_spinning(false)?)
         };
         let options = options().map_err(|e| session_error(&e))?;
-        let session = model
-            .into_session(&options)
-            .map_err(|e| session_error(&e))?;
+        let mut sessions = Vec::with_capacity(count);
+        for _ in 0..count {
+            let model = graph::build(&spec, &bytes, max_tokens, precision)
+                .map_err(|m| invalid("model.safetensors", m))?;
+            let session = model
+                .into_session(&options)
+                .map_err(|e| session_error(&e))?;
+            sessions.push(Mutex::new(session));
+        }
+        drop(bytes);
 
         Ok(LocalEmbedder {
-            session: Arc::new(Mutex::new(session)),
+            sessions: Arc::new(sessions),
             tokenizer: Arc::new(tokenizer),
             pad_id: i64::from(pad_id),
             spec,
@@ -353,19 +374,63 @@ impl LocalEmbedder {
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let encodings = self.encode(texts)?;
         let lengths: Vec<usize> = encodings.iter().map(Encoding::len).collect();
+        let plan = batches(&lengths, self.precision);
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for batch in batches(&lengths, self.precision) {
-            let vectors = self.embed_batch(&batch, &encodings)?;
-            for (&i, vector) in batch.iter().zip(vectors) {
+        if self.sessions.len() == 1 || plan.len() == 1 {
+            for batch in &plan {
+                let vectors = self.embed_batch(&self.sessions[0], batch, &encodings)?;
+                for (&i, vector) in batch.iter().zip(vectors) {
+                    out[i] = vector;
+                }
+            }
+            return Ok(out);
+        }
+        // Several sessions: each takes the next pass until none is left.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done: Mutex<Vec<(usize, Vec<Vec<f32>>)>> = Mutex::new(Vec::new());
+        let failed: Mutex<Option<EmbedError>> = Mutex::new(None);
+        std::thread::scope(|scope| {
+            for session in self.sessions.iter() {
+                let (next, done, failed, plan, encodings) =
+                    (&next, &done, &failed, &plan, &encodings);
+                scope.spawn(move || {
+                    loop {
+                        let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(batch) = plan.get(b) else { break };
+                        match self.embed_batch(session, batch, encodings) {
+                            Ok(vectors) => {
+                                if let Ok(mut done) = done.lock() {
+                                    done.push((b, vectors));
+                                }
+                            }
+                            Err(e) => {
+                                if let Ok(mut failed) = failed.lock() {
+                                    failed.get_or_insert(e);
+                                }
+                                // Stop every worker.
+                                next.store(plan.len(), std::sync::atomic::Ordering::Relaxed);
+                                break;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = failed.into_inner().map_err(|_| EmbedError::Poisoned)? {
+            return Err(e);
+        }
+        for (b, vectors) in done.into_inner().map_err(|_| EmbedError::Poisoned)? {
+            for (&i, vector) in plan[b].iter().zip(vectors) {
                 out[i] = vector;
             }
         }
         Ok(out)
     }
 
-    /// One forward pass over the encodings `batch` indexes.
+    /// One forward pass of `session` over the encodings `batch` indexes.
     fn embed_batch(
         &self,
+        session: &Mutex<Session>,
         batch: &[usize],
         encodings: &[Encoding],
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -384,7 +449,7 @@ impl LocalEmbedder {
             "input_ids" => Tensor::from_array((shape, ids))?,
             "attention_mask" => Tensor::from_array((shape, mask))?,
         ];
-        let mut session = self.session.lock().map_err(|_| EmbedError::Poisoned)?;
+        let mut session = session.lock().map_err(|_| EmbedError::Poisoned)?;
         let outputs = session.run(inputs)?;
         let (_, values) = outputs["embeddings"].try_extract_tensor::<f32>()?;
         Ok(values
