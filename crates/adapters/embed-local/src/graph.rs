@@ -354,9 +354,8 @@ impl Builder {
         Ok(names)
     }
 
-    fn typed_tensor<
-        T: ort::value::PrimitiveTensorElementType + Copy + std::fmt::Debug + 'static,
-    >(
+    /// An initializer `name` of `shape` holding `values` (f32, i64, i8 …).
+    fn tensor<T: ort::value::PrimitiveTensorElementType + Copy + std::fmt::Debug + 'static>(
         &mut self,
         name: &str,
         shape: &[usize],
@@ -373,25 +372,11 @@ impl Builder {
     }
 
     fn f32_tensor(&mut self, name: &str, shape: &[usize], values: &[f32]) -> Result<String> {
-        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-        let mut tensor =
-            Tensor::<f32>::new(&Allocator::default(), Shape::new(dims)).map_err(ort_error)?;
-        tensor.extract_tensor_mut().1.copy_from_slice(values);
-        self.graph
-            .add_initializer(name, tensor, false)
-            .map_err(ort_error)?;
-        Ok(name.to_owned())
+        self.tensor(name, shape, values)
     }
 
     fn i64_tensor(&mut self, name: &str, values: &[i64]) -> Result<String> {
-        let mut tensor =
-            Tensor::<i64>::new(&Allocator::default(), Shape::new([values.len() as i64]))
-                .map_err(ort_error)?;
-        tensor.extract_tensor_mut().1.copy_from_slice(values);
-        self.graph
-            .add_initializer(name, tensor, false)
-            .map_err(ort_error)?;
-        Ok(name.to_owned())
+        self.tensor(name, &[values.len()], values)
     }
 
     /// A 1-D int64 constant, shared by every use of the same values.
@@ -491,7 +476,7 @@ impl Builder {
     ) -> Result<String> {
         let width = bias.len();
         let (quantized, scales) = quantize_per_channel(weight, width, inputs);
-        let wq = self.typed_tensor(&format!("{name}.weight_q"), &[inputs, width], &quantized)?;
+        let wq = self.tensor(&format!("{name}.weight_q"), &[inputs, width], &quantized)?;
         let ws = self.f32_tensor(&format!("{name}.weight_scale"), &[width], &scales)?;
         let b = self.f32_tensor(&format!("{name}.bias"), &[width], bias)?;
         self.op_in(
