@@ -321,6 +321,9 @@ fn main() -> anyhow::Result<()> {
         ..SearchFilter::default()
     };
     let mut latencies = Vec::new();
+    // Where the time goes: both searches (concurrent), the neighbour fetch,
+    // and the rest (fusion, planning, assembly).
+    let (mut searches, mut fetches, mut rest) = (Vec::new(), Vec::new(), Vec::new());
     let (mut max_gets, mut hits) = (0usize, 0usize);
     for i in 0..args.queries + 20 {
         let before = counting.gets.load(Ordering::Relaxed);
@@ -336,7 +339,11 @@ fn main() -> anyhow::Result<()> {
         let gets = counting.gets.load(Ordering::Relaxed) - before;
         max_gets = max_gets.max(gets);
         if i >= 20 {
-            latencies.push(response.timings.total_ms - response.timings.embed_ms);
+            let t = &response.timings;
+            latencies.push(t.total_ms - t.embed_ms);
+            searches.push(t.search_ms);
+            fetches.push(t.fetch_ms);
+            rest.push(t.total_ms - t.embed_ms - t.search_ms - t.fetch_ms);
             hits += response
                 .results
                 .iter()
@@ -346,7 +353,15 @@ fn main() -> anyhow::Result<()> {
                 .count();
         }
     }
-    latencies.sort_by(f64::total_cmp);
+    for samples in [&mut latencies, &mut searches, &mut fetches, &mut rest] {
+        samples.sort_by(f64::total_cmp);
+    }
+    let stage = |samples: &[f64]| {
+        serde_json::json!({
+            "p50": percentile(samples, 0.5),
+            "p99": percentile(samples, 0.99),
+        })
+    };
     let out = serde_json::json!({
         "chunks": stored,
         "synthetic": true,
@@ -360,6 +375,11 @@ fn main() -> anyhow::Result<()> {
             "p90": percentile(&latencies, 0.9),
             "p99": percentile(&latencies, 0.99),
             "max": percentile(&latencies, 1.0),
+        },
+        "stages_ms": {
+            "search": stage(&searches),
+            "neighbour_fetch": stage(&fetches),
+            "rest": stage(&rest),
         },
         "mean_hits": hits as f64 / latencies.len().max(1) as f64,
         "neighbour_fetch_calls_per_query_max": max_gets,
@@ -392,6 +412,15 @@ fn main() -> anyhow::Result<()> {
             percentile(&latencies, 0.99),
             hits as f64 / latencies.len().max(1) as f64,
             weft_bench::peak_rss_mib().unwrap_or(0.0)
+        );
+        println!(
+            "stages p50/p99: search {:.2}/{:.2} ms, neighbour fetch {:.2}/{:.2} ms, the rest {:.2}/{:.2} ms",
+            percentile(&searches, 0.5),
+            percentile(&searches, 0.99),
+            percentile(&fetches, 0.5),
+            percentile(&fetches, 0.99),
+            percentile(&rest, 0.5),
+            percentile(&rest, 0.99),
         );
     }
     Ok(())

@@ -505,16 +505,23 @@ impl TantivyTextIndex {
             ));
             words.push((Occur::Should, in_symbol));
         }
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
-            vec![(Occur::Must, Box::new(BooleanQuery::new(words)))];
-        clauses.extend(
-            self.filter_clauses(filter)
-                .into_iter()
-                .map(|q| (Occur::Must, q)),
-        );
         let searcher = self.reader.searcher();
+        let filters = self.filter_clauses(&searcher, filter)?;
+        // Words alone are a disjunction of term queries, which tantivy
+        // searches with block-max WAND: it skips the blocks of a long
+        // posting list that cannot reach the top `limit`. Under a filter it
+        // scores every chunk that holds a word, several times slower on a
+        // large index, so filters every chunk passes are left out.
+        let query: Box<dyn Query> = if filters.is_empty() {
+            Box::new(BooleanQuery::new(words))
+        } else {
+            let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+                vec![(Occur::Must, Box::new(BooleanQuery::new(words)))];
+            clauses.extend(filters.into_iter().map(|q| (Occur::Must, q)));
+            Box::new(BooleanQuery::new(clauses))
+        };
         let top = searcher.search(
-            &BooleanQuery::new(clauses),
+            query.as_ref(),
             &TopDocs::with_limit(limit.max(1)).order_by_score(),
         )?;
         top.into_iter()
@@ -555,28 +562,55 @@ impl TantivyTextIndex {
         self.len() == 0
     }
 
-    fn filter_clauses(&self, filter: &SearchFilter) -> Vec<Box<dyn Query>> {
+    /// The queries a chunk must match to pass `filter`, leaving out those
+    /// every chunk of the index matches (one project, or every language).
+    fn filter_clauses(
+        &self,
+        searcher: &tantivy::Searcher,
+        filter: &SearchFilter,
+    ) -> Result<Vec<Box<dyn Query>>, TextIndexError> {
         let f = self.fields;
-        let any_of = |field: Field, values: Vec<&str>| -> Option<Box<dyn Query>> {
-            (!values.is_empty()).then(|| {
-                Box::new(TermSetQuery::new(
-                    values.into_iter().map(|v| Term::from_field_text(field, v)),
-                )) as Box<dyn Query>
-            })
+        // Every chunk holds exactly one project, content type and language,
+        // so a set of distinct values that together occur in as many
+        // documents as the index holds (deleted ones included, on both
+        // sides) lets every chunk through.
+        let stored: u64 = searcher
+            .segment_readers()
+            .iter()
+            .map(|s| u64::from(s.max_doc()))
+            .sum();
+        let any_of = |field: Field, values: Vec<&str>| -> tantivy::Result<Option<Box<dyn Query>>> {
+            if values.is_empty() {
+                return Ok(None);
+            }
+            let mut terms: Vec<Term> = values
+                .into_iter()
+                .map(|v| Term::from_field_text(field, v))
+                .collect();
+            terms.sort();
+            terms.dedup();
+            let mut holding = 0u64;
+            for term in &terms {
+                holding += searcher.doc_freq(term)?;
+            }
+            if holding >= stored {
+                return Ok(None);
+            }
+            Ok(Some(Box::new(TermSetQuery::new(terms)) as Box<dyn Query>))
         };
         let mut out: Vec<Box<dyn Query>> = Vec::new();
         out.extend(any_of(
             f.project,
             filter.projects.iter().map(String::as_str).collect(),
-        ));
+        )?);
         out.extend(any_of(
             f.content_type,
             filter.content_types.iter().map(|t| t.as_str()).collect(),
-        ));
+        )?);
         out.extend(any_of(
             f.language,
             filter.languages.iter().map(String::as_str).collect(),
-        ));
+        )?);
         if let Some(scope) = filter.path_scope() {
             let exact: Box<dyn Query> = Box::new(TermQuery::new(
                 Term::from_field_text(f.uri, scope),
@@ -591,7 +625,7 @@ impl TantivyTextIndex {
                 (Occur::Should, below),
             ])));
         }
-        out
+        Ok(out)
     }
 
     fn chunk_at(

@@ -130,6 +130,68 @@ fn filters_by_project_type_language_and_path() {
     );
 }
 
+/// A filter every chunk passes is left out of the query (tantivy then
+/// skips blocks that cannot reach the top): the hits must be exactly those
+/// of no filter, also once replaced chunks leave deleted ones behind, and a
+/// filter that leaves any chunk out must still apply.
+#[test]
+fn a_filter_every_chunk_passes_changes_nothing_and_one_that_does_not_still_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = indexed(dir.path());
+    // Replaced chunks stay in the segments as deleted documents.
+    index.upsert(&chunks_of("cache", "store.ts")).unwrap();
+    index.commit().unwrap();
+    let ranked = |hits: Vec<weft_core::retrieval::ScoredChunk>| {
+        hits.into_iter()
+            .map(|h| (h.chunk.id().to_string(), h.score))
+            .collect::<Vec<_>>()
+    };
+    for query in [
+        "refill permits",
+        "src",
+        "cache store graph",
+        "deploying weft",
+    ] {
+        let unfiltered = ranked(index.search(query, &SearchFilter::default(), 20).unwrap());
+        assert!(!unfiltered.is_empty(), "{query}");
+        for filter in [
+            SearchFilter {
+                projects: vec![
+                    "limits".into(),
+                    "cache".into(),
+                    "docs".into(),
+                    "cache".into(),
+                ],
+                ..Default::default()
+            },
+            SearchFilter {
+                content_types: vec![ContentType::Code, ContentType::Prose],
+                ..Default::default()
+            },
+        ] {
+            let filtered = ranked(index.search(query, &filter, 20).unwrap());
+            let ids = |r: &[(String, f32)]| r.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+            assert_eq!(ids(&filtered), ids(&unfiltered), "{query} {filter:?}");
+        }
+        let two = SearchFilter {
+            projects: vec!["limits".into(), "docs".into()],
+            ..Default::default()
+        };
+        let hits = index.search(query, &two, 20).unwrap();
+        assert!(hits.iter().all(|h| h.chunk.project != "cache"), "{query}");
+    }
+    // Every chunk of a project deleted: its deleted documents still count
+    // as chunks the filter would have to leave out, so it stays.
+    index.delete_project("docs").unwrap();
+    index.commit().unwrap();
+    let live = SearchFilter {
+        projects: vec!["limits".into(), "cache".into()],
+        ..Default::default()
+    };
+    let hits = index.search("src", &live, 100).unwrap();
+    assert_eq!(hits.len(), index.len() as usize);
+}
+
 #[test]
 fn gets_neighbours_by_id_in_one_call() {
     let dir = tempfile::tempdir().unwrap();
