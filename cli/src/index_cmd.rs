@@ -33,6 +33,21 @@ pub struct IndexArgs {
     #[arg(long)]
     pub reindex: bool,
 
+    /// List what the run would do and stop: documents new, changed,
+    /// unchanged, removed and skipped, chunks, the tokens the model would
+    /// embed after reusing stored vectors, the time (from the throughput
+    /// the last run here measured) and, with
+    /// `embedding.price_per_million_tokens`, the cost. Loads no model and
+    /// writes nothing to the data directory.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Refuse the run, before anything is embedded, if it would embed more
+    /// than N tokens (one per four characters). Overrides
+    /// `embedding.max_embed_tokens`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_embed_tokens: Option<u64>,
+
     #[command(flatten)]
     pub store: StoreArgs,
 
@@ -55,13 +70,16 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
     let ctx = Context::load(config_file, &args.store)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let sources = specs
+        let sources: Vec<RunSource> = specs
             .into_iter()
             .map(|spec| RunSource {
                 spec,
                 project: args.project.clone(),
             })
             .collect();
+        if args.dry_run {
+            return dry_run(&ctx, &sources, args).await;
+        }
         let data_dir = ctx.locations.data_dir.clone();
         let json = args.json;
         let outcome = index_sources(
@@ -70,6 +88,7 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
             sources,
             RunOptions {
                 rebuild: args.reindex,
+                max_embed_tokens: args.max_embed_tokens,
                 ..Default::default()
             },
             &progress_bar,
@@ -121,6 +140,50 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
     })
 }
 
+/// `--dry-run`: what the run would do, printed; nothing indexed.
+async fn dry_run(
+    ctx: &Context,
+    sources: &[RunSource],
+    args: &IndexArgs,
+) -> anyhow::Result<ExitCode> {
+    let estimate = weft_index::estimate_sources(
+        &ctx.config,
+        &ctx.locations,
+        sources,
+        args.reindex,
+        args.max_embed_tokens,
+        &|| {
+            let bar = progress_bar();
+            if let Ok(style) = ProgressStyle::with_template(
+                "{spinner} reading [{bar:30}] {pos}/{len} documents {elapsed} {wide_msg}",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar
+        },
+    )
+    .await
+    .map_err(|e| ctx.run_hint(e))?;
+    if args.json {
+        let out = serde_json::json!({
+            "dry_run": true,
+            "data_dir": ctx.locations.data_dir,
+            "estimate": estimate,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for f in &estimate.failed {
+            eprintln!("weft: {}: {}", f.source, f.error);
+        }
+        estimate.write_text(&mut std::io::stdout().lock())?;
+    }
+    Ok(if estimate.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 fn print_generation(g: &GenerationOutcome) {
     if g.switched {
         let from = match g.previous {
@@ -145,7 +208,7 @@ pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
     writeln!(
         out,
         "{}: {} documents seen, {} indexed, {} unchanged, {} deleted, {} skipped; \
-         {} chunks written ({} with stored vectors of the same text), {} deleted; {} errors; {:.1}s ({:.1}s in the model)",
+         {} chunks written ({} with stored vectors of the same text, ~{} tokens embedded), {} deleted; {} errors; {:.1}s ({:.1}s in the model)",
         s.project,
         s.documents_seen,
         s.documents_indexed,
@@ -154,6 +217,7 @@ pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
         s.documents_skipped,
         s.chunks_written,
         s.vectors_reused,
+        s.tokens_embedded,
         s.chunks_deleted,
         s.errors.len(),
         s.elapsed_ms as f64 / 1000.0,

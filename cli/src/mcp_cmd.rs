@@ -279,6 +279,8 @@ impl IndexRunner for CliIndexer {
             RunOptions {
                 rebuild: reindex,
                 git,
+                // `embedding.max_embed_tokens` still applies.
+                max_embed_tokens: None,
             },
             &indicatif::ProgressBar::hidden,
             || tracing::info!("waiting for another weft index on the data directory"),

@@ -147,3 +147,112 @@ fn the_quick_start_runs_as_written() {
         "status does not say the space taken: {status}"
     );
 }
+
+/// The `weft` commands of the README's `sh` block under `heading`.
+fn block_under(readme: &str, heading: &str) -> Vec<Vec<String>> {
+    let section = readme
+        .split(heading)
+        .nth(1)
+        .unwrap_or_else(|| panic!("README has no {heading:?}"));
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a ```sh block under the heading");
+    block
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("weft "))
+        .map(shell_words)
+        .collect()
+}
+
+/// README's `--dry-run` examples, as written, in a copy of weft's config
+/// crate sources: the dry run writes nothing, its JSON counts what the run
+/// under a budget then embeds, and a run over its budget is refused.
+#[test]
+fn the_dry_run_examples_run_as_written() {
+    let commands = block_under(&readme(), "### Before paying for it: `--dry-run`");
+    assert_eq!(
+        commands.len(),
+        3,
+        "README's dry-run examples changed: {commands:?}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let repo: PathBuf = tmp.path().join("weft-config");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/config/src"),
+        &repo,
+    );
+    let data = tmp.path().join("data");
+
+    let text = run(&commands[0], &repo, &data);
+    let said = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        said.starts_with("dry run: nothing was indexed and the model was not loaded"),
+        "{said}"
+    );
+    assert!(
+        said.contains("weft-config (") && said.contains(" new, "),
+        "{said}"
+    );
+    assert!(!data.exists(), "a dry run created the data directory");
+
+    assert!(commands[1].contains(&"--json".to_owned()));
+    let json = common::json(&run(&commands[1], &repo, &data));
+    let estimate = &json["estimate"];
+    let to_embed = estimate["chunks_to_embed"]
+        .as_u64()
+        .expect("chunks_to_embed");
+    let tokens = estimate["tokens_to_embed"]
+        .as_u64()
+        .expect("tokens_to_embed");
+    assert!(to_embed > 0 && tokens > to_embed, "{estimate}");
+    assert_eq!(estimate["sources"][0]["documents"]["unchanged"], 0);
+    assert_eq!(estimate["time"]["basis"], "default");
+
+    // The budgeted run, with --json to read its summary.
+    let mut budgeted = commands[2].clone();
+    budgeted.push("--json".into());
+    let summary = &common::json(&run(&budgeted, &repo, &data))["runs"][0];
+    let embedded =
+        summary["chunks_written"].as_u64().unwrap() - summary["vectors_reused"].as_u64().unwrap();
+    assert_eq!(embedded, to_embed, "{summary}");
+    assert_eq!(
+        summary["tokens_embedded"].as_u64(),
+        Some(tokens),
+        "{summary}"
+    );
+
+    // A change, then a budget it exceeds: refused, nothing indexed.
+    let file = repo.join("lib.rs");
+    let mut source = std::fs::read_to_string(&file).unwrap();
+    source.push_str("\n/// Added after the first run.\npub fn added_later() -> u32 {\n    7\n}\n");
+    std::fs::write(&file, source).unwrap();
+    let after = common::json(&run(&commands[1], &repo, &data));
+    let needed = after["estimate"]["tokens_to_embed"].as_u64().unwrap();
+    assert!(needed > 0 && needed < tokens, "{after}");
+    assert_eq!(after["estimate"]["time"]["basis"], "measured", "{after}");
+    let refused = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args([
+            "index",
+            ".",
+            "--max-embed-tokens",
+            &(needed - 1).to_string(),
+        ])
+        .current_dir(&repo)
+        .env("WEFT_DATA_DIR", &data)
+        .env("WEFT_MODEL_DIR", model_dir())
+        .env_remove("WEFT_CONFIG")
+        .output()
+        .expect("weft runs");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "not refused: {stderr}");
+    assert!(
+        stderr.contains(&format!("would embed about {needed} tokens"))
+            && stderr.contains("embedding.max_embed_tokens")
+            && stderr.matches("over the budget").count() == 1,
+        "{stderr}"
+    );
+    let again = common::json(&run(&commands[1], &repo, &data));
+    assert_eq!(again["estimate"]["tokens_to_embed"].as_u64(), Some(needed));
+}

@@ -61,6 +61,16 @@ pub struct EmbeddingConfig {
     /// Sent as `input_type` with chunk requests (`http`): `"passage"` or
     /// `"document"`, as the API names it; unset: not sent.
     pub document_input_type: Option<String>,
+    /// A budget: a `weft index` run that would embed more tokens than this
+    /// (after reusing stored vectors; one token per four characters, as
+    /// `weft index --dry-run` counts them) is refused before anything is
+    /// embedded. Unset: no limit. `weft index --max-embed-tokens` sets it
+    /// for one run.
+    pub max_embed_tokens: Option<u64>,
+    /// What the embedding API charges per million tokens, in any currency:
+    /// `weft index --dry-run` then prints the estimated cost. Unset: no
+    /// cost is shown.
+    pub price_per_million_tokens: Option<f64>,
 }
 
 /// The local model used when `embedding.model` is unset.
@@ -144,6 +154,21 @@ impl EmbeddingConfig {
         if self.timeout_secs == 0 {
             return bad("embedding.timeout_secs", "must be at least 1");
         }
+        if self.max_embed_tokens == Some(0) {
+            return bad(
+                "embedding.max_embed_tokens",
+                "must be at least 1 (leave it unset for no limit)",
+            );
+        }
+        if self
+            .price_per_million_tokens
+            .is_some_and(|p| !p.is_finite() || p < 0.0)
+        {
+            return bad(
+                "embedding.price_per_million_tokens",
+                "must be a number of at least 0",
+            );
+        }
         Ok(())
     }
 }
@@ -191,6 +216,8 @@ impl Default for EmbeddingConfig {
             document_prefix: String::new(),
             query_input_type: None,
             document_input_type: None,
+            max_embed_tokens: None,
+            price_per_million_tokens: None,
         }
     }
 }
@@ -223,5 +250,28 @@ mod tests {
             load_toml("[embedding]\nprovider = \"http\"\nurl = \"http://x\"\nmodel = \"org/e5\"\n")
                 .unwrap();
         assert_eq!(config.embedding.model_dir, None);
+    }
+
+    #[test]
+    fn a_token_budget_and_a_price_are_checked() {
+        let config =
+            load_toml("[embedding]\nmax_embed_tokens = 2000000\nprice_per_million_tokens = 0.02\n")
+                .unwrap();
+        assert_eq!(config.embedding.max_embed_tokens, Some(2_000_000));
+        assert_eq!(config.embedding.price_per_million_tokens, Some(0.02));
+        assert_refused(&[
+            (
+                "[embedding]\nmax_embed_tokens = 0\n",
+                "embedding.max_embed_tokens",
+            ),
+            (
+                "[embedding]\nprice_per_million_tokens = -1.0\n",
+                "embedding.price_per_million_tokens",
+            ),
+            (
+                "[embedding]\nmax_embed_tokens = -5\n",
+                "embedding.max_embed_tokens",
+            ),
+        ]);
     }
 }

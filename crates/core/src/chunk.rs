@@ -193,6 +193,18 @@ pub fn embedding_key(embedder: &str, embedding_text: &str) -> String {
     hex::encode(hasher.finalize())
 }
 
+/// The tokens embedding `embedding_text` costs, as weft counts them before
+/// and during a run (`weft index --dry-run`, `embedding.max_embed_tokens`,
+/// the tokens a run reports): one per four characters, rounded up, the
+/// measure [`crate::retrieval::ApproxTokenCounter`] counts context in.
+/// Within about 5% of the BPE tokenizers embedding APIs bill by, on code and
+/// prose (bench/RESULTS.md); the local model's own word pieces run 13–28%
+/// more but stop at `embedding.max_tokens`.
+pub fn embedding_tokens(embedding_text: &str) -> u64 {
+    use crate::retrieval::TokenCounter as _;
+    crate::retrieval::ApproxTokenCounter.count(embedding_text) as u64
+}
+
 /// One chunk of a document, with every field of DESIGN §3.
 ///
 /// The chunks of a document tile it in source order: `content` is exactly

@@ -45,7 +45,7 @@ pub mod retrieval;
 
 pub use chunk::{
     Chunk, ContentType, EMBEDDING_FORMAT, IndexIdentity, ParseContentTypeError, ParseIdentityError,
-    content_hash, embedding_key, split_camel_case,
+    content_hash, embedding_key, embedding_tokens, split_camel_case,
 };
 pub use error_chain::error_chain;
 pub use ids::{

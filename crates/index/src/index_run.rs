@@ -45,6 +45,9 @@ pub struct RunOptions {
     /// Whose git the run trusts: the user's own (`weft index`), or only
     /// what `[crawl]` allows (sources a remote caller names).
     pub git: GitTrust,
+    /// A token budget for this run, over `embedding.max_embed_tokens`: a
+    /// run that would embed more is refused before it embeds anything.
+    pub max_embed_tokens: Option<u64>,
 }
 
 /// Which git a run's sources may use.
@@ -145,6 +148,19 @@ pub enum RunError {
     /// stays.
     #[error("{0}; the live generation is unchanged")]
     Generations(#[from] GenerationsError),
+    /// The run would embed more tokens than its budget allows: nothing was
+    /// embedded or written.
+    #[error(
+        "this run would embed about {tokens} tokens ({chunks} chunks), over the budget of {budget} (embedding.max_embed_tokens, or --max-embed-tokens); nothing was embedded or written. `weft index --dry-run` lists what the sources hold; raise the budget or index fewer sources"
+    )]
+    OverBudget {
+        /// Tokens the run would embed.
+        tokens: u64,
+        /// Chunks it would embed.
+        chunks: usize,
+        /// The budget.
+        budget: u64,
+    },
     /// A rebuild lost sources: switching would drop what they held.
     #[error(
         "not switching to generation {generation}: {count} source(s) failed ({first}); the live generation is unchanged"
@@ -178,11 +194,58 @@ pub async fn index_sources(
     let all_embedded = config.stores.vector == weft_config::VectorStoreKind::Embedded
         && config.stores.text == weft_config::TextStoreKind::Embedded;
     let _writer = data.lock_writer(on_wait)?;
-    if !all_embedded {
-        return in_place(config, locations, sources, options, progress, on_summary).await;
+    if let Some(budget) = options
+        .max_embed_tokens
+        .or(config.embedding.max_embed_tokens)
+    {
+        // Under the write lock, so the index does not change in between.
+        let estimate = crate::estimate::estimate_sources(
+            config,
+            locations,
+            &sources,
+            options.rebuild,
+            Some(budget),
+            &ProgressBar::hidden,
+        )
+        .await?;
+        if estimate.over_budget {
+            return Err(RunError::OverBudget {
+                tokens: estimate.tokens_to_embed,
+                chunks: estimate.chunks_to_embed,
+                budget,
+            });
+        }
     }
+    let outcome = if all_embedded {
+        embedded(
+            config, locations, &data, sources, options, progress, on_summary,
+        )
+        .await?
+    } else {
+        in_place(config, locations, sources, options, progress, on_summary).await?
+    };
+    let model = wiring::configured_model_id(&config.embedding, &locations.model_dir);
+    crate::estimate::record_throughput(
+        &data,
+        &wiring::embedder_tag(&config.embedding, &model),
+        &outcome.summaries,
+    );
+    Ok(outcome)
+}
+
+/// A run over embedded stores: into a new generation, switched to when
+/// complete.
+async fn embedded(
+    config: &WeftConfig,
+    locations: &Locations,
+    data: &DataDir,
+    sources: Vec<RunSource>,
+    options: RunOptions,
+    progress: &(dyn Fn() -> ProgressBar + Sync),
+    on_summary: &mut (dyn FnMut(&IndexSummary) + Send),
+) -> Result<RunOutcome, RunError> {
     let embedder = wiring::embedder(config, locations, Load::WhenNeeded).await?;
-    let model_changed = model_changed(&data, &*embedder, options)?;
+    let model_changed = model_changed(data, &*embedder, options)?;
     let registry = FileRegistry::new(data.clone());
     let stores = DataDirStores::new(data.clone(), &config.stores);
     // No grace period: a reader's lease keeps the generation it reads.

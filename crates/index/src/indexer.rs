@@ -24,15 +24,15 @@ const CUT_AHEAD: usize = 2;
 
 /// What cutting documents counted, for the summary.
 #[derive(Default)]
-struct CutCounts {
-    indexed: usize,
-    skipped: Vec<Issue>,
+pub(crate) struct CutCounts {
+    pub(crate) indexed: usize,
+    pub(crate) skipped: Vec<Issue>,
 }
 
 /// Cuts a changed document into its update. A document that cannot be
 /// chunked (binary, not UTF-8, too large) is skipped with its reason, and
 /// its update has no chunks: what was indexed of it goes.
-fn cut_document(
+pub(crate) fn cut_document(
     chunker: &Chunker,
     project: &str,
     document: ChangedDocument,
@@ -137,6 +137,10 @@ pub struct IndexSummary {
     pub vectors_reused: usize,
     /// Chunks stored unchanged by the same model: not embedded again.
     pub chunks_reused: usize,
+    /// Tokens of the texts sent to the model (one per four characters,
+    /// [`weft_core::embedding_tokens`]): what `weft index --dry-run`
+    /// estimates before a run.
+    pub tokens_embedded: u64,
     /// Chunks deleted: surplus of shrunk documents and removed documents.
     pub chunks_deleted: usize,
     /// Skipped documents with reasons.
@@ -158,6 +162,7 @@ impl IndexSummary {
         self.vectors_reused += stats.vectors_reused;
         self.chunks_reused += stats.chunks_reused;
         self.chunks_deleted += stats.chunks_deleted;
+        self.tokens_embedded += stats.tokens_embedded;
         self.documents_deleted += stats.documents_deleted;
         self.model_loaded |= stats.embedding_calls > 0;
         self.embedding_ms += stats.embedding_time.as_millis() as u64;

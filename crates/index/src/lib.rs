@@ -17,6 +17,7 @@
 //! | cut a document | `weft_chunking::Chunker::chunk_document` | [`Indexer`], `weft-chunker` |
 //! | write a document's chunks to both indexes and the catalog | [`writer`]: [`IndexWriter`] | [`Indexer`], `weft-embedder` |
 //! | one `weft index` run: plan, write into a new generation, check, switch, collect | [`index_sources`] | `weft index`, `weft mcp`'s `index` tool |
+//! | what a run would do, before it runs: documents, chunks, tokens to embed after reuse, time, cost, the token budget | [`estimate`]: [`estimate_sources`] | `weft index --dry-run`, [`index_sources`] (`embedding.max_embed_tokens`) |
 //! | a generation's life: begin (or resume), the completeness check, switch, abort, collect | [`generations`]: [`GenerationManager`] over a `GenerationRegistry` and [`GenerationStores`] | [`index_sources`], `weft-crawler --rebuild`, `weft-crawler generations`, `weft-embedder` (the model) |
 //!
 //! Sources are listed by `weft-sources`; the stores, the embedder and the
@@ -35,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod changes;
+pub mod estimate;
 pub mod generations;
 mod index_run;
 mod indexer;
@@ -43,6 +45,7 @@ pub mod writer;
 pub use changes::{
     Change, ChangePlanner, ChangeSet, ChangedDocument, Compare, PlanError, PlanOptions,
 };
+pub use estimate::{EstimateBasis, RunEstimate, SourceEstimate, estimate_sources, estimate_with};
 pub use generations::{GenerationManager, GenerationStores, GenerationsError};
 pub use index_run::{
     GenerationOutcome, GitTrust, RunError, RunOptions, RunOutcome, RunSource, index_sources,

@@ -154,6 +154,9 @@ pub struct WriteStats {
     /// Stored chunks deleted: surplus of shrunk documents and deleted ones
     /// (as the catalog counted them).
     pub chunks_deleted: usize,
+    /// Tokens of the texts sent to the model, one per four characters
+    /// ([`weft_core::embedding_tokens`]): what an API bills, about.
+    pub tokens_embedded: u64,
     /// Time spent in the embedder.
     #[serde(skip)]
     pub embedding_time: Duration,
@@ -170,6 +173,7 @@ impl std::ops::AddAssign for WriteStats {
         self.vectors_reused += other.vectors_reused;
         self.chunks_reused += other.chunks_reused;
         self.chunks_deleted += other.chunks_deleted;
+        self.tokens_embedded += other.tokens_embedded;
         self.embedding_time += other.embedding_time;
         self.embedding_calls += other.embedding_calls;
     }
@@ -396,6 +400,10 @@ impl IndexWriter {
             .filter(|&i| !known.contains_key(&keys[i]) && asked.insert(keys[i].as_str()))
             .collect();
         let to_embed: Vec<&str> = missing.iter().map(|&i| texts[i].as_str()).collect();
+        stats.tokens_embedded += to_embed
+            .iter()
+            .map(|t| weft_core::embedding_tokens(t))
+            .sum::<u64>();
         let fresh = self.embed(&to_embed, stats).await?;
         for (&i, vector) in missing.iter().zip(fresh) {
             known.insert(keys[i].clone(), vector);

@@ -281,6 +281,13 @@ impl DataDir {
             .ok_or_else(|| DataDirError::Empty(self.path.clone()))
     }
 
+    /// The file recording the embedding throughput the last `weft index`
+    /// run measured here, per embedder (what `weft index --dry-run`
+    /// estimates time from).
+    pub fn throughput_path(&self) -> PathBuf {
+        self.path.join("throughput.json")
+    }
+
     /// Opens the live generation's stores (vectors, text, catalog).
     pub fn open_existing(&self) -> Result<Stores, DataDirError> {
         let live = self

@@ -65,6 +65,18 @@ pub fn local_load_options(config: &EmbeddingConfig) -> LoadOptions {
     LoadOptions::new(config.max_tokens).precision(local_precision(config))
 }
 
+/// The model id of the embedder `config` sets up, known without loading
+/// the local model or calling the API: the local model directory's name
+/// (`model_dir`), or `http:<embedding.model>`.
+pub fn configured_model_id(config: &EmbeddingConfig, model_dir: &Path) -> String {
+    match config.provider {
+        EmbeddingProvider::Local => weft_embed_local::LocalEmbedder::model_id_of(model_dir),
+        EmbeddingProvider::Http => {
+            weft_embed_http::model_id(config.model.as_deref().unwrap_or_default())
+        }
+    }
+}
+
 /// How the catalog names the embedder `config` sets up for the model
 /// `model_id`, within a document's index tag ([`weft_core::index_tag`]),
 /// with what else changes its vectors: where the local model cuts texts

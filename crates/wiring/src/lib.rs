@@ -40,8 +40,8 @@ pub use data_dir::{DataDir, DataDirError, DataMeta, GenerationDir, ReadLease, Wr
 pub use disk_usage::{DiskUsage, GenerationUsage, Size};
 pub use embedded::text_is_outdated;
 pub use embedding::{
-    EmbedBatching, EmbedderSetupError, LazyEmbedder, embedder_from_config, embedder_tag,
-    local_load_options, local_precision,
+    EmbedBatching, EmbedderSetupError, LazyEmbedder, configured_model_id, embedder_from_config,
+    embedder_tag, local_load_options, local_precision,
 };
 pub use query::{
     ANNOUNCE_EVERY, FollowState, LiveQuery, LiveSource, QueryEmbedder, QueryStack, open_query,

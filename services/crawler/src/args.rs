@@ -100,6 +100,13 @@ pub struct CrawlArgs {
     /// Where git sources are cloned (default: <data dir>/sources).
     #[arg(long, value_name = "DIR")]
     pub checkout_dir: Option<PathBuf>,
+    /// List what the crawl would do and stop: per source the documents
+    /// new, changed, unchanged, removed and skipped, the chunks and the
+    /// tokens the embedders would embed (with `embedding.dimension` set,
+    /// after reusing the live index's stored vectors), and with
+    /// `embedding.price_per_million_tokens`, the cost. Publishes nothing.
+    #[arg(long, conflicts_with = "rebuild")]
+    pub dry_run: bool,
 }
 
 impl CrawlArgs {
@@ -117,6 +124,7 @@ impl CrawlArgs {
             ("wait_secs", "--wait-secs"),
             ("resume_within_secs", "--resume-within-secs"),
             ("checkout_dir", "--checkout-dir"),
+            ("dry_run", "--dry-run"),
         ]
         .into_iter()
         .find(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine))

@@ -277,6 +277,80 @@ impl Crawler {
         })
     }
 
+    /// What crawling `work` would do (`weft-crawler --dry-run`): each source
+    /// planned against the live generation's catalog as a crawl plans it,
+    /// cut by the configured chunker, and its chunks looked up in the live
+    /// generation's vector index (when `embedding.dimension` says how to
+    /// open it without calling the embedding API): the documents, chunks
+    /// and tokens the embedders would embed. Nothing is published, and no
+    /// store is written.
+    pub async fn estimate(
+        &self,
+        work: &[(SourceSpec, String)],
+        config: &WeftConfig,
+        locations: &weft_config::Locations,
+        force: bool,
+        progress: &(dyn Fn() -> indicatif::ProgressBar + Sync),
+    ) -> Result<weft_index::RunEstimate, CrawlError> {
+        use weft_core::ports::GenerationRegistry as _;
+        let live = self
+            .jet
+            .registry()
+            .await?
+            .load()
+            .await?
+            .live_number()
+            .unwrap_or(0);
+        let catalog = self.jet.catalog_of(live).await?;
+        let model = weft_wiring::configured_model_id(&config.embedding, &locations.model_dir);
+        let mut notes = Vec::new();
+        let vectors = match config.embedding.dimension {
+            Some(dimension) => {
+                let generation = weft_wiring::DataDir::new(&locations.data_dir).generation(live);
+                match weft_wiring::open_index_stores(
+                    &config.stores,
+                    &generation,
+                    &model,
+                    dimension,
+                    weft_wiring::StoreAccess::Read,
+                )
+                .await
+                {
+                    Ok(stores) => Some(stores.vectors),
+                    Err(e) => {
+                        notes.push(format!(
+                            "stored vectors were not looked up: {}",
+                            weft_core::error_chain(&e)
+                        ));
+                        None
+                    }
+                }
+            }
+            None => {
+                notes.push(weft_index::estimate::NO_DIMENSION.into());
+                None
+            }
+        };
+        notes.push(format!(
+            "planned against index generation {live}; the time assumes one embedder at the stated rate"
+        ));
+        let basis = weft_index::EstimateBasis {
+            catalog: &catalog,
+            vectors,
+            compare: Compare::Chunking,
+            planner: self.planner.clone(),
+            measured: None,
+            notes,
+        };
+        weft_index::estimate_with(config, &model, basis, work, force, None, progress)
+            .await
+            .map_err(|e| match e {
+                weft_index::IndexError::Port(e) => CrawlError::Catalog(e),
+                weft_index::IndexError::Plan(e) => CrawlError::Source(e),
+                weft_index::IndexError::Config(e) => CrawlError::Config(e),
+            })
+    }
+
     /// Crawls one source as `project` into `target`.
     pub async fn crawl(
         &self,

@@ -179,3 +179,102 @@ fn every_source_failing_fails_the_job() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["failed"].as_array().unwrap().len(), 1, "{json:#}");
 }
+
+/// `--dry-run` over a manifest: per source the documents and chunks a crawl
+/// would send and the tokens the embedders would embed; nothing is
+/// published, so the crawl that follows publishes what the dry run counted.
+#[test]
+fn a_dry_run_of_a_manifest_publishes_nothing_and_counts_what_a_crawl_publishes() {
+    let server = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let checkouts = tempfile::tempdir().unwrap();
+    for (name, files) in [("alpha", 3), ("beta", 2)] {
+        let source = dir.path().join(name);
+        std::fs::create_dir_all(&source).unwrap();
+        for i in 0..files {
+            std::fs::write(
+                source.join(format!("page{i}.md")),
+                format!("# {name} page {i}\n\n## Setup\n\nHow to set up {name} part {i}.\n"),
+            )
+            .unwrap();
+        }
+        std::fs::write(source.join("blob.bin"), [0u8, 1, 2, 0, 255]).unwrap();
+    }
+    let manifest = dir.path().join("org.toml");
+    std::fs::write(
+        &manifest,
+        "[[sources]]\nsource = \"alpha\"\n\n[[sources]]\nsource = \"beta\"\n",
+    )
+    .unwrap();
+
+    let out = crawler(&server, &manifest, checkouts.path())
+        .arg("--dry-run")
+        .env("WEFT__EMBEDDING__PRICE_PER_MILLION_TOKENS", "0.02")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let estimate: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sources = estimate["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 2, "{estimate:#}");
+    for (source, new) in sources.iter().zip([3, 2]) {
+        assert_eq!(source["documents"]["new"], new, "{source:#}");
+        assert_eq!(source["documents"]["skipped"], 1, "{source:#}");
+        assert!(
+            source["chunks_to_embed"].as_u64().unwrap() >= new,
+            "{source:#}"
+        );
+    }
+    let tokens = estimate["tokens_to_embed"].as_u64().unwrap();
+    assert!(tokens > 0, "{estimate:#}");
+    let cost = estimate["cost"].as_f64().unwrap();
+    assert!((cost - 0.02 * tokens as f64 / 1e6).abs() < 1e-12);
+    assert_eq!(estimate["looked_up_stored"], false);
+    assert!(
+        estimate["notes"]
+            .to_string()
+            .contains("embedding.dimension"),
+        "{estimate:#}"
+    );
+
+    // The text for people.
+    let out = Command::new(env!("CARGO_BIN_EXE_weft-crawler"))
+        .arg("--manifest")
+        .arg(&manifest)
+        .args(["--dry-run", "--nats-url"])
+        .arg(server.url())
+        .arg("--checkout-dir")
+        .arg(checkouts.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.starts_with("dry run:"),
+        "{said}"
+    );
+    assert!(said.contains("alpha (") && said.contains("3 new"), "{said}");
+
+    // Nothing was published: the crawl publishes every document.
+    let out = crawler(&server, &manifest, checkouts.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["resumed"], false, "{summary:#}");
+    let published: Vec<u64> = summary["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["documents_published"].as_u64().unwrap())
+        .collect();
+    // The binary files are published too (the chunkers skip them, which
+    // the dry run counts as skipped).
+    assert_eq!(published, [3 + 1, 2 + 1], "{summary:#}");
+}

@@ -38,6 +38,12 @@ use weft_core::ports::{Embedder, ErrorKind, PortError, PortResult};
 
 use crate::limit::{Limiter, Throttle};
 
+/// How an embedder of the API's `model` is named in weft's index records
+/// (`http:<model>`), known without calling the API.
+pub fn model_id(model: &str) -> String {
+    format!("http:{model}")
+}
+
 /// How to reach and use the API.
 #[derive(Debug, Clone)]
 pub struct HttpEmbedderOptions {
@@ -241,7 +247,7 @@ impl HttpEmbedder {
         let mut embedder = Self {
             client,
             endpoint,
-            model_id: format!("http:{}", options.model),
+            model_id: model_id(&options.model),
             dimension: options.dimension.unwrap_or(0),
             limiter: Limiter::new(options.max_in_flight),
             options,

@@ -38,6 +38,30 @@ pub async fn run(args: &Args, service: weft_startup::Service) -> anyhow::Result<
         .unwrap_or_else(|| weft_wiring::DataDir::new(&locations.data_dir).sources_dir());
     let jet = service.connect_nats().await?;
     let crawler = crate::Crawler::new(jet.clone(), &service.config, checkout_dir).await?;
+    if args.crawl.dry_run {
+        let estimate = crawler
+            .estimate(
+                &work,
+                &service.config,
+                &locations,
+                args.crawl.reindex,
+                &indicatif::ProgressBar::hidden,
+            )
+            .await?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&estimate)?);
+        } else {
+            for f in &estimate.failed {
+                eprintln!("weft-crawler: {}: {}", f.source, f.error);
+            }
+            estimate.write_text(&mut std::io::stdout().lock())?;
+        }
+        return Ok(if estimate.failed.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     let options = crate::JobOptions {
         reindex: args.crawl.reindex,
         rebuild: args.crawl.rebuild,
