@@ -271,6 +271,11 @@ impl EdgeVectorIndex {
             .on_disk_payload(true)
             .build();
         let shard = EdgeShard::new(dir, config).map_err(|e| unreadable(e.into()))?;
+        // The document id and the embedding key are looked up only while
+        // indexing (deletes, stored vectors by text), and each has a value
+        // per document or per chunk: their indexes stay on disk, read
+        // through the page cache, instead of being built in memory at every
+        // open (at 1M chunks about half of an open's time, bench/RESULTS.md).
         // No extra HNSW links per payload value ("payload-aware"
         // sub-graphs): they cost more than the main graph to build (every
         // directory in `path_scopes` is a value, and one project is all
@@ -281,7 +286,7 @@ impl EdgeVectorIndex {
             ("project", json!({"type": "keyword", "enable_hnsw": false})),
             (
                 "document_id",
-                json!({"type": "keyword", "enable_hnsw": false}),
+                json!({"type": "keyword", "enable_hnsw": false, "on_disk": true}),
             ),
             (
                 "content_type",
@@ -643,8 +648,9 @@ impl EdgeVectorIndex {
     }
 }
 
+/// The embedding key's payload index: on disk (see `open_or_create`).
 fn embedding_key_schema() -> Value {
-    json!({"type": "keyword", "enable_hnsw": false})
+    json!({"type": "keyword", "enable_hnsw": false, "on_disk": true})
 }
 
 /// Creates the payload index of `field` described by `schema` (Qdrant's
