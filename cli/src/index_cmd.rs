@@ -150,17 +150,12 @@ async fn dry_run(
         &ctx.config,
         &ctx.locations,
         sources,
-        args.reindex,
-        args.max_embed_tokens,
-        &|| {
-            let bar = progress_bar();
-            if let Ok(style) = ProgressStyle::with_template(
-                "{spinner} reading [{bar:30}] {pos}/{len} documents {elapsed} {wide_msg}",
-            ) {
-                bar.set_style(style.progress_chars("=> "));
-            }
-            bar
+        &RunOptions {
+            rebuild: args.reindex,
+            max_embed_tokens: args.max_embed_tokens,
+            ..Default::default()
         },
+        &|| documents_bar("reading"),
     )
     .await
     .map_err(|e| ctx.run_hint(e))?;
@@ -245,10 +240,15 @@ pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
 }
 
 pub fn progress_bar() -> ProgressBar {
+    documents_bar("indexing")
+}
+
+/// A bar of documents done, for `doing` them ("indexing", "reading").
+fn documents_bar(doing: &str) -> ProgressBar {
     let bar = ProgressBar::new(0);
-    if let Ok(style) = ProgressStyle::with_template(
-        "{spinner} indexing [{bar:30}] {pos}/{len} documents {elapsed}, ETA {eta} {wide_msg}",
-    ) {
+    if let Ok(style) = ProgressStyle::with_template(&format!(
+        "{{spinner}} {doing} [{{bar:30}}] {{pos}}/{{len}} documents {{elapsed}}, ETA {{eta}} {{wide_msg}}"
+    )) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar

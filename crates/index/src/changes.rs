@@ -179,6 +179,18 @@ impl ChangePlanner {
         })
     }
 
+    /// The planner of a run configured by `config`: `[sources]`, `[crawl]`
+    /// and `chunking.max_file_bytes`, with the user's own git
+    /// ([`ChangePlanner::with_git_policy`] narrows it); git checkouts under
+    /// `checkout_root`.
+    pub fn for_config(
+        config: &weft_config::WeftConfig,
+        checkout_root: impl Into<PathBuf>,
+    ) -> Result<Self, PlanError> {
+        Ok(Self::new(&config.sources, &config.crawl, checkout_root)?
+            .with_max_file_bytes(config.chunking.max_file_bytes))
+    }
+
     /// The same planner, reading no file larger than `limit` bytes
     /// (`chunking.max_file_bytes`): a larger one is reported, not read, and
     /// what was indexed of it stays.

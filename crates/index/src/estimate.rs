@@ -35,9 +35,8 @@ use weft_wiring::{self as wiring, DataDir, DataDirError, StoreAccess};
 
 use crate::Issue;
 use crate::changes::{ChangePlanner, Compare, PlanOptions};
-use crate::index_run::{RunError, RunSource};
-use crate::indexer::{CutCounts, IndexError, IndexSummary, cut_document};
-use crate::writer::DocumentUpdate;
+use crate::index_run::{RunError, RunOptions, RunSource};
+use crate::indexer::{Cut, IndexError, IndexSummary, cut_ahead};
 
 /// Chunks per second assumed when no run here measured the embedder:
 /// all-MiniLM-L6-v2 in fp32 on 2 cores embeds about 30 code chunks a
@@ -201,8 +200,9 @@ pub struct EstimateBasis<'a> {
     pub compare: Compare,
     /// The planner that lists sources.
     pub planner: ChangePlanner,
-    /// The throughput to estimate time from, if one was measured.
-    pub measured: Option<MeasuredThroughput>,
+    /// The throughputs measured before, by embedder: time is estimated from
+    /// the one of this run's embedder, if there is one.
+    pub measured: Vec<MeasuredThroughput>,
     /// What the reader should know (added to [`RunEstimate::notes`]).
     pub notes: Vec<String>,
 }
@@ -250,7 +250,10 @@ pub async fn estimate_with(
     }
     let chunks_to_embed: usize = sources_out.iter().map(|s| s.chunks_to_embed).sum();
     let tokens_to_embed: u64 = sources_out.iter().map(|s| s.tokens_to_embed).sum();
-    let measured = basis.measured.filter(|m| m.embedder == embedder_tag);
+    let measured = basis
+        .measured
+        .into_iter()
+        .find(|m| m.embedder == embedder_tag);
     let (seconds, time) = match measured {
         Some(m) => (
             tokens_to_embed as f64 / m.tokens_per_second().max(1e-9),
@@ -283,15 +286,16 @@ pub async fn estimate_with(
 }
 
 /// Estimates what indexing `sources` into the data directory `config` and
-/// `locations` name would do (`weft index --dry-run`), without loading the
-/// model or writing anything (see the module documentation). `force` is
-/// `--reindex`; `budget` overrides `embedding.max_embed_tokens`.
+/// `locations` name with `options` would do (`weft index --dry-run`),
+/// without loading the model or writing anything (see the module
+/// documentation): `options.rebuild` re-indexes every document,
+/// `options.max_embed_tokens` overrides `embedding.max_embed_tokens`, and
+/// git is trusted as `options.git` says, as in the run.
 pub async fn estimate_sources(
     config: &WeftConfig,
     locations: &Locations,
     sources: &[RunSource],
-    force: bool,
-    budget: Option<u64>,
+    options: &RunOptions,
     progress: &(dyn Fn() -> ProgressBar + Sync),
 ) -> Result<RunEstimate, RunError> {
     let data = DataDir::new(&locations.data_dir);
@@ -326,9 +330,9 @@ pub async fn estimate_sources(
         },
         (None, None) => None,
     };
-    let planner = ChangePlanner::new(&config.sources, &config.crawl, data.sources_dir())
+    let planner = ChangePlanner::for_config(config, data.sources_dir())
         .map_err(IndexError::from)?
-        .with_max_file_bytes(config.chunking.max_file_bytes);
+        .with_git_policy(options.git.policy(config)?);
     let sources: Vec<(SourceSpec, String)> = sources
         .iter()
         .map(|s| {
@@ -344,12 +348,19 @@ pub async fn estimate_sources(
         vectors,
         compare: Compare::Everything,
         planner,
-        measured: load_throughputs(&data.throughput_path())
-            .into_iter()
-            .find(|m| m.embedder == wiring::embedder_tag(&config.embedding, &model)),
+        measured: load_throughputs(&data.throughput_path()),
         notes,
     };
-    Ok(estimate_with(config, &model, basis, &sources, force, budget, progress).await?)
+    Ok(estimate_with(
+        config,
+        &model,
+        basis,
+        &sources,
+        options.rebuild,
+        options.max_embed_tokens,
+        progress,
+    )
+    .await?)
 }
 
 /// Why server stores were not looked up.
@@ -513,16 +524,13 @@ async fn open_live_vectors(
     Ok(Some(stores.vectors))
 }
 
-/// A new or changed document, cut.
-struct Planned {
-    update: DocumentUpdate,
-    /// Whether the catalog records it embedded by the same embedder (so its
-    /// stored chunks may be kept).
-    same_embedder: bool,
-    /// Whether the catalog does not record it at all.
+/// What the catalog records of a new or changed document.
+struct Recorded {
+    /// Nothing: the document is new.
     new: bool,
-    /// Whether it cannot be chunked (binary, not UTF-8…): counted as skipped.
-    skipped: bool,
+    /// That it was embedded by the same embedder (so its stored chunks may
+    /// be kept).
+    same_embedder: bool,
 }
 
 /// Estimates sources one after the other, remembering the texts earlier
@@ -567,40 +575,21 @@ impl Estimator<'_> {
             ..Default::default()
         };
         out.documents.listed = changes.listed();
-        // Reading and cutting run on a blocking thread, a few batches ahead
-        // of the lookups, as in a run.
-        let (batches, mut ready) = tokio::sync::mpsc::channel::<Vec<Planned>>(2);
-        let cutter = {
-            let (chunker, project) = (self.chunker.clone(), project.to_owned());
-            let embedder_tag = self.embedder_tag.clone();
-            tokio::task::spawn_blocking(move || {
-                let mut cut = CutCounts::default();
-                let mut batch: Vec<Planned> = Vec::new();
-                while let Some(document) = changes.next_document() {
-                    let recorded = document.previous.as_ref();
-                    let new = recorded.is_none();
-                    let same_embedder =
-                        recorded.is_some_and(|r| r.identity.embedder == embedder_tag);
-                    let skipped_before = cut.skipped.len();
-                    let update = cut_document(&chunker, &project, document, &mut cut);
-                    batch.push(Planned {
-                        update,
-                        same_embedder,
-                        new,
-                        skipped: cut.skipped.len() > skipped_before,
-                    });
-                    if batch.len() >= LOOKUP_DOCUMENTS
-                        && batches.blocking_send(std::mem::take(&mut batch)).is_err()
-                    {
-                        break; // the lookups stopped on an error
-                    }
+        // Read and cut ahead of the lookups, as in a run.
+        let embedder_tag = self.embedder_tag.clone();
+        let (mut ready, cutter) = cut_ahead(
+            changes,
+            self.chunker.clone(),
+            project.to_owned(),
+            |batch| batch.len() >= LOOKUP_DOCUMENTS,
+            move |document| {
+                let recorded = document.previous.as_ref();
+                Recorded {
+                    new: recorded.is_none(),
+                    same_embedder: recorded.is_some_and(|r| r.identity.embedder == embedder_tag),
                 }
-                if !batch.is_empty() {
-                    let _ = batches.blocking_send(batch);
-                }
-                (changes, cut)
-            })
-        };
+            },
+        );
         let mut counted = Ok(());
         while let Some(batch) = ready.recv().await {
             counted = self.count(&batch, &mut out).await;
@@ -627,11 +616,11 @@ impl Estimator<'_> {
     /// Counts what writing `batch` would store, reuse and embed.
     async fn count(
         &mut self,
-        batch: &[Planned],
+        batch: &[Cut<Recorded>],
         out: &mut SourceEstimate,
     ) -> Result<(), IndexError> {
-        for planned in batch.iter().filter(|p| !p.skipped) {
-            if planned.new {
+        for cut in batch.iter().filter(|c| !c.skipped) {
+            if cut.about.new {
                 out.documents.new += 1;
             } else {
                 out.documents.changed += 1;
@@ -640,8 +629,8 @@ impl Estimator<'_> {
         // Chunks stored as they are, with this embedder's vectors.
         let ids: Vec<ChunkId> = batch
             .iter()
-            .filter(|p| p.same_embedder)
-            .flat_map(|p| p.update.chunks().iter().map(|c| c.id()))
+            .filter(|c| c.about.same_embedder)
+            .flat_map(|c| c.update.chunks().iter().map(|chunk| chunk.id()))
             .collect();
         let stored: std::collections::HashMap<ChunkId, weft_core::Chunk> =
             match (&self.vectors, ids.is_empty()) {
@@ -654,10 +643,10 @@ impl Estimator<'_> {
                 _ => Default::default(),
             };
         let mut rest: Vec<(String, String)> = Vec::new();
-        for planned in batch {
-            for chunk in planned.update.chunks() {
+        for cut in batch {
+            for chunk in cut.update.chunks() {
                 out.chunks += 1;
-                if planned.same_embedder && stored.get(&chunk.id()) == Some(chunk) {
+                if cut.about.same_embedder && stored.get(&chunk.id()) == Some(chunk) {
                     out.chunks_stored += 1;
                 } else {
                     let text = chunk.embedding_text();

@@ -66,7 +66,7 @@ pub enum GitTrust {
 
 impl GitTrust {
     /// The git policy of this trust under `config`.
-    fn policy(self, config: &WeftConfig) -> Result<weft_sources::GitPolicy, RunError> {
+    pub(crate) fn policy(self, config: &WeftConfig) -> Result<weft_sources::GitPolicy, RunError> {
         match self {
             GitTrust::Local => Ok(weft_sources::GitPolicy::local()),
             GitTrust::Crawl => weft_sources::GitPolicy::from_crawl_config(&config.crawl)
@@ -203,8 +203,7 @@ pub async fn index_sources(
             config,
             locations,
             &sources,
-            options.rebuild,
-            Some(budget),
+            &options,
             &ProgressBar::hidden,
         )
         .await?;

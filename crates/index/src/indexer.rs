@@ -11,7 +11,7 @@ use weft_core::IndexIdentity;
 use weft_core::ports::{Catalog, Embedder, PortError};
 
 use crate::Issue;
-use crate::changes::{ChangePlanner, ChangedDocument, Compare, PlanError, PlanOptions};
+use crate::changes::{ChangePlanner, ChangeSet, ChangedDocument, Compare, PlanError, PlanOptions};
 use crate::writer::{DocumentUpdate, IndexWriter, WriteStats};
 use weft_sources::SourceSpec;
 use weft_wiring::EmbedBatching;
@@ -32,7 +32,7 @@ pub(crate) struct CutCounts {
 /// Cuts a changed document into its update. A document that cannot be
 /// chunked (binary, not UTF-8, too large) is skipped with its reason, and
 /// its update has no chunks: what was indexed of it goes.
-pub(crate) fn cut_document(
+fn cut_document(
     chunker: &Chunker,
     project: &str,
     document: ChangedDocument,
@@ -68,6 +68,58 @@ pub(crate) fn cut_document(
         chunker.fingerprint(),
         chunks,
     )
+}
+
+/// A document cut by [`cut_ahead`], with what `about` noted of it before.
+pub(crate) struct Cut<M> {
+    /// Its update (no chunks if it was skipped).
+    pub(crate) update: DocumentUpdate,
+    /// Whether it could not be cut (in the [`CutCounts`]' skipped).
+    pub(crate) skipped: bool,
+    /// What `about` said of the document.
+    pub(crate) about: M,
+}
+
+/// The thread of [`cut_ahead`]: it ends with the change set and the counts.
+pub(crate) type Cutter = tokio::task::JoinHandle<(ChangeSet, CutCounts)>;
+
+/// Reads and cuts the documents of `changes` on a blocking thread, a few
+/// batches ahead of whoever receives them (a bounded queue), so the
+/// consumer (the model, the index lookups) never waits for the disk or the
+/// chunker. A batch is sent once `full` says so; `about` notes what the
+/// consumer needs of a document before it is cut. The thread ends with the
+/// change set and the counts when the documents run out or the receiver is
+/// dropped.
+pub(crate) fn cut_ahead<M: Send + 'static>(
+    mut changes: ChangeSet,
+    chunker: Chunker,
+    project: String,
+    full: impl Fn(&[Cut<M>]) -> bool + Send + 'static,
+    about: impl Fn(&ChangedDocument) -> M + Send + 'static,
+) -> (tokio::sync::mpsc::Receiver<Vec<Cut<M>>>, Cutter) {
+    let (batches, ready) = tokio::sync::mpsc::channel::<Vec<Cut<M>>>(CUT_AHEAD);
+    let cutter = tokio::task::spawn_blocking(move || {
+        let mut counts = CutCounts::default();
+        let mut batch: Vec<Cut<M>> = Vec::new();
+        while let Some(document) = changes.next_document() {
+            let about = about(&document);
+            let skipped_before = counts.skipped.len();
+            let update = cut_document(&chunker, &project, document, &mut counts);
+            batch.push(Cut {
+                update,
+                skipped: counts.skipped.len() > skipped_before,
+                about,
+            });
+            if full(&batch) && batches.blocking_send(std::mem::take(&mut batch)).is_err() {
+                break; // the consumer stopped on an error
+            }
+        }
+        if !batch.is_empty() {
+            let _ = batches.blocking_send(batch);
+        }
+        (changes, counts)
+    });
+    (ready, cutter)
 }
 
 /// Why an index run stopped. Problems with single documents do not stop a
@@ -238,8 +290,7 @@ impl Indexer {
         sources_dir: impl Into<std::path::PathBuf>,
     ) -> Result<Self, IndexError> {
         let chunker = Chunker::new(config.chunking.clone())?;
-        let planner = ChangePlanner::new(&config.sources, &config.crawl, sources_dir)?
-            .with_max_file_bytes(config.chunking.max_file_bytes);
+        let planner = ChangePlanner::for_config(config, sources_dir)?;
         Ok(Self {
             embedder_tag: weft_wiring::embedder_tag(&config.embedding, embedder.model_id()),
             batching: weft_wiring::embed_batching(config),
@@ -350,34 +401,18 @@ impl Indexer {
         // Reading and chunking run on a blocking thread, a few batches
         // ahead of embedding and writing (a bounded queue), so the model
         // never waits for the disk or the chunker.
-        let (batches, mut ready) = tokio::sync::mpsc::channel::<Vec<DocumentUpdate>>(CUT_AHEAD);
-        let cutter = {
-            let (chunker, project) = (self.chunker.clone(), project.clone());
-            let max_texts = self.batching.max_texts;
-            tokio::task::spawn_blocking(move || {
-                let mut cut = CutCounts::default();
-                let mut batch: Vec<DocumentUpdate> = Vec::new();
-                let mut batch_chunks = 0usize;
-                while let Some(document) = changes.next_document() {
-                    let update = cut_document(&chunker, &project, document, &mut cut);
-                    batch_chunks += update.chunks().len();
-                    batch.push(update);
-                    if batch_chunks >= max_texts {
-                        if batches.blocking_send(std::mem::take(&mut batch)).is_err() {
-                            break; // the writer stopped on an error
-                        }
-                        batch_chunks = 0;
-                    }
-                }
-                if !batch.is_empty() {
-                    let _ = batches.blocking_send(batch);
-                }
-                (changes, cut)
-            })
-        };
+        let max_texts = self.batching.max_texts;
+        let (mut ready, cutter) = cut_ahead(
+            changes,
+            self.chunker.clone(),
+            project.clone(),
+            move |batch| batch.iter().map(|c| c.update.chunks().len()).sum::<usize>() >= max_texts,
+            |_| (),
+        );
         let rate = Instant::now();
         let mut written = Ok(());
-        while let Some(mut batch) = ready.recv().await {
+        while let Some(batch) = ready.recv().await {
+            let mut batch: Vec<DocumentUpdate> = batch.into_iter().map(|c| c.update).collect();
             written = self.flush(&mut writer, &mut batch, &mut summary).await;
             if let (Ok(()), Some(w)) = (&written, &mut writer)
                 && w.pending_chunks() >= CHECKPOINT_CHUNKS

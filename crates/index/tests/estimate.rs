@@ -96,8 +96,10 @@ async fn estimate(
         config,
         locations,
         &sources(dir),
-        false,
-        budget,
+        &RunOptions {
+            max_embed_tokens: budget,
+            ..Default::default()
+        },
         &indicatif::ProgressBar::hidden,
     )
     .await
@@ -247,4 +249,62 @@ async fn a_dry_run_predicts_what_the_run_embeds_and_a_budget_refuses_before_embe
     assert_eq!(done.chunks_to_embed, 0);
     // 80 pages and the skipped binary, recorded as such.
     assert_eq!(done.sources[0].documents.unchanged, 81);
+}
+
+/// The budget's estimate trusts git as the run does: for a source a remote
+/// caller names (the MCP `index` tool, [`weft_index::GitTrust::Crawl`]),
+/// `[crawl]`'s transports and addresses, not the user's own git.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_estimate_trusts_git_as_the_run_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let locations = Locations {
+        data_dir: tmp.path().join("data"),
+        model_dir: tmp.path().join("absent").join("all-MiniLM-L6-v2"),
+    };
+    let repo = tmp.path().join("repo.git");
+    let sources = vec![RunSource {
+        spec: SourceSpec::parse(&format!("file://{}", repo.display())).unwrap(),
+        project: Some("repo".into()),
+    }];
+    let crawl_trust = RunOptions {
+        git: weft_index::GitTrust::Crawl,
+        max_embed_tokens: Some(1_000),
+        ..Default::default()
+    };
+    let estimate = estimate_sources(
+        &WeftConfig::default(),
+        &locations,
+        &sources,
+        &crawl_trust,
+        &indicatif::ProgressBar::hidden,
+    )
+    .await
+    .expect("estimate");
+    assert_eq!(estimate.failed.len(), 1, "{estimate:?}");
+    assert!(
+        estimate.failed[0].error.contains("crawl.git_protocols"),
+        "{estimate:?}"
+    );
+    // A run with a budget estimates first, under the same trust: the source
+    // fails on the policy, not on a clone.
+    let real = Locations {
+        data_dir: locations.data_dir.clone(),
+        model_dir: common::model_dir(),
+    };
+    let outcome = weft_index::index_sources(
+        &WeftConfig::default(),
+        &real,
+        sources,
+        crawl_trust,
+        &indicatif::ProgressBar::hidden,
+        || {},
+        &mut |_| {},
+    )
+    .await
+    .expect("the run itself reports the source as failed");
+    assert!(
+        weft_core::error_chain(&outcome.failed[0].1).contains("crawl.git_protocols"),
+        "{:?}",
+        outcome.failed
+    );
 }

@@ -252,9 +252,7 @@ impl Crawler {
     ) -> Result<Self, CrawlError> {
         // What git may do here: `crawl.git_protocols`, public addresses.
         let git_policy = GitPolicy::from_crawl_config(&config.crawl)?;
-        let planner = ChangePlanner::new(&config.sources, &config.crawl, checkout_dir)?
-            .with_git_policy(git_policy)
-            .with_max_file_bytes(config.chunking.max_file_bytes);
+        let planner = ChangePlanner::for_config(config, checkout_dir)?.with_git_policy(git_policy);
         let chunker = weft_chunking::Chunker::new(config.chunking.clone())?;
         Ok(Self {
             jet,
@@ -339,7 +337,7 @@ impl Crawler {
             vectors,
             compare: Compare::Chunking,
             planner: self.planner.clone(),
-            measured: None,
+            measured: Vec::new(),
             notes,
         };
         weft_index::estimate_with(config, &model, basis, work, force, None, progress)

@@ -240,14 +240,26 @@ fn a_dry_run_of_a_manifest_publishes_nothing_and_counts_what_a_crawl_publishes()
         "{estimate:#}"
     );
 
-    // The text for people.
+    // The text for people: README's command, exactly as written, in the
+    // manifest's directory (the server and data directory from the
+    // environment).
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("weft-crawler ") && l.contains("--dry-run"))
+        .expect("README shows weft-crawler --dry-run");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        words,
+        ["weft-crawler", "--manifest", "org.toml", "--dry-run"]
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_weft-crawler"))
-        .arg("--manifest")
-        .arg(&manifest)
-        .args(["--dry-run", "--nats-url"])
-        .arg(server.url())
-        .arg("--checkout-dir")
-        .arg(checkouts.path())
+        .args(&words[1..])
+        .current_dir(dir.path())
+        .env("WEFT__NATS__URL", server.url())
+        .env("WEFT_DATA_DIR", checkouts.path())
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
