@@ -253,6 +253,16 @@ fn the_dry_run_examples_run_as_written() {
             && stderr.matches("over the budget").count() == 1,
         "{stderr}"
     );
+    // A budget of nothing is no budget: refused, naming the flag.
+    let zero = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(["index", ".", "--max-embed-tokens", "0"])
+        .current_dir(&repo)
+        .env("WEFT_DATA_DIR", &data)
+        .output()
+        .expect("weft runs");
+    let stderr = String::from_utf8_lossy(&zero.stderr);
+    assert_eq!(zero.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--max-embed-tokens"), "{stderr}");
     let again = common::json(&run(&commands[1], &repo, &data));
     assert_eq!(again["estimate"]["tokens_to_embed"].as_u64(), Some(needed));
 }
