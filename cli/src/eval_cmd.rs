@@ -20,18 +20,46 @@ use weft_sources::SourceSpec;
 
 use crate::context::{Context, StoreArgs};
 
+mod compare;
+mod derive;
+
 /// Arguments of `weft eval`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
     /// Labelled queries, one JSON object per line (the format of
-    /// shared/eval/queries/*.jsonl).
-    #[arg(value_name = "QUERIES.jsonl")]
-    pub queries: PathBuf,
+    /// shared/eval/queries/*.jsonl). With --derive: where the derived set
+    /// is written (default: <eval dir>/derived/<name>.jsonl), its hard copy
+    /// beside it in <file stem>.hard/.
+    #[arg(value_name = "QUERIES.jsonl", required_unless_present = "derive")]
+    pub queries: Option<PathBuf>,
+
+    /// Derive the queries from this repository or docs tree, the way
+    /// shared/eval derives its sets: doc comments ask for their
+    /// definitions, headings for their sections; the hard copy that is
+    /// indexed blanks the doc comments and masks the asked headings. Then
+    /// run them, beside a BM25 line-window baseline.
+    #[arg(long, value_name = "PATH")]
+    pub derive: Option<PathBuf>,
+
+    /// With --derive: the corpus name (default: the tree's directory name).
+    #[arg(long, value_name = "NAME", requires = "derive")]
+    pub name: Option<String>,
+
+    /// With --derive: write the set and its hard copy, and stop.
+    #[arg(long, requires = "derive")]
+    pub derive_only: bool,
+
+    /// Also run the BM25 line-window baseline (40 lines of code, 30 of
+    /// prose) on the same queries, judged the same way (always on with
+    /// --derive or several --config).
+    #[arg(long)]
+    pub baseline: bool,
 
     /// The directory the queries' `corpus_root` / `hard_root` are relative
-    /// to (shared/eval/tools/prepare.sh writes ~/.cache/weft-eval).
+    /// to (shared/eval/tools/prepare.sh writes ~/.cache/weft-eval; default:
+    /// the query file's directory).
     #[arg(long, value_name = "DIR")]
-    pub corpus_dir: PathBuf,
+    pub corpus_dir: Option<PathBuf>,
 
     /// Which tree of each corpus to index: hard (doc comments blanked,
     /// headings masked) or docs (as published).
@@ -61,6 +89,7 @@ pub struct EvalArgs {
 
     /// Where the evaluation index lives (default: a `weft-eval` directory
     /// beside the default data directory, so your own index is untouched).
+    /// With several --config, each gets a directory of its own in it.
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 
@@ -71,29 +100,19 @@ pub struct EvalArgs {
     /// Also measure packing: each expanded top-10 response packed into
     /// 1000, 2000, 4000 and 8000 tokens (or --pack-budgets), reporting the
     /// share of queries whose whole target is inside the packed context and
-    /// the tokens used, beside the unpacked spans.
+    /// the tokens used, beside the unpacked spans. Comparisons (--derive,
+    /// --baseline, several --config) always pack, into 2000 by default.
     #[arg(long)]
     pub pack: bool,
 
     /// The budgets of --pack, comma-separated.
-    #[arg(
-        long,
-        value_name = "N,N…",
-        value_delimiter = ',',
-        default_value = "1000,2000,4000,8000",
-        requires = "pack"
-    )]
-    pub pack_budgets: Vec<usize>,
+    #[arg(long, value_name = "N,N…", value_delimiter = ',')]
+    pub pack_budgets: Option<Vec<usize>>,
 
     /// How --pack spends the budget: hits-first (every span's hits, then
     /// their context; weft's packing) or spans-in-order (each span whole, by
     /// relevance), for comparison.
-    #[arg(
-        long,
-        value_name = "STRATEGY",
-        default_value = "hits-first",
-        requires = "pack"
-    )]
+    #[arg(long, value_name = "STRATEGY", default_value = "hits-first")]
     pub pack_strategy: PackStrategyArg,
 
     /// Also write every query's outcome (rank, target, top chunks) to FILE,
@@ -132,37 +151,207 @@ fn default_eval_dir() -> PathBuf {
     weft_config::default_data_dir().with_file_name("weft-eval")
 }
 
-pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCode> {
+/// The budgets comparisons pack into when none is given.
+const COMPARE_BUDGETS: &[usize] = &[2000];
+/// The budgets of `--pack` when none is given.
+const PACK_BUDGETS: &[usize] = &[1000, 2000, 4000, 8000];
+
+/// One corpus to run: its name, project, root and queries.
+struct Corpus {
+    name: String,
+    project: String,
+    root: PathBuf,
+    queries: Vec<weft_eval::EvalQuery>,
+}
+
+/// What one configuration scored.
+struct ConfigRun {
+    /// The configuration file (`None`: weft.toml or the defaults).
+    config: Option<PathBuf>,
+    data_dir: PathBuf,
+    retrieval: serde_json::Value,
+    index: Vec<weft_index::IndexSummary>,
+    outcomes: Vec<(String, Vec<weft_eval::QueryOutcome>)>,
+}
+
+pub fn run(config_files: &[PathBuf], args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     if args.limit_queries == Some(0) {
         bail!("--limit-queries must be at least 1");
     }
-    if args.pack && args.no_expand {
-        bail!("--pack packs the expanded results: it cannot be combined with --no-expand");
+    let compare = args.derive.is_some() || args.baseline || config_files.len() > 1;
+    let packing = args.pack || args.pack_budgets.is_some() || compare;
+    if packing && args.no_expand {
+        bail!(
+            "packing (--pack, --pack-budgets, or a comparison) packs the expanded results: it cannot be combined with --no-expand"
+        );
     }
-    if args.pack && args.pack_budgets.contains(&0) {
+    let budgets: Vec<usize> = match &args.pack_budgets {
+        Some(b) => b.clone(),
+        None if packing && !args.pack => COMPARE_BUDGETS.to_vec(),
+        None if packing => PACK_BUDGETS.to_vec(),
+        None => Vec::new(),
+    };
+    if budgets.contains(&0) {
         bail!("--pack-budgets: every budget must be at least 1");
     }
-    let queries = weft_eval::load_queries(&args.queries)?;
+    let eval_dir = args.data_dir.clone().unwrap_or_else(default_eval_dir);
+    for file in config_files {
+        if !file.is_file() {
+            bail!("--config {}: no such file", file.display());
+        }
+    }
+
+    // The query file: derived now, or given.
+    let derived = match &args.derive {
+        Some(root) => Some(derive::derive(
+            config_files.first().map(PathBuf::as_path),
+            root,
+            args.name.as_deref(),
+            args.queries.as_deref(),
+            &eval_dir,
+        )?),
+        None => None,
+    };
+    let queries_file = match (&derived, &args.queries) {
+        (Some(d), _) => d.queries_file.clone(),
+        (None, Some(q)) => q.clone(),
+        (None, None) => bail!("give QUERIES.jsonl, or --derive PATH"),
+    };
+    if let Some(d) = &derived {
+        if !args.json || args.derive_only {
+            derive::print(d, args.json)?;
+        }
+        if args.derive_only {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let corpus_dir = match &args.corpus_dir {
+        Some(dir) => dir.clone(),
+        None => queries_file
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
+    };
+    let corpora = corpora(&queries_file, &corpus_dir, args)?;
+
+    let configs: Vec<Option<PathBuf>> = if config_files.is_empty() {
+        vec![None]
+    } else {
+        config_files.iter().cloned().map(Some).collect()
+    };
+    let mut runs = Vec::new();
+    for config in &configs {
+        let data_dir = if configs.len() > 1 {
+            eval_dir.join(config_dir_name(config.as_deref())?)
+        } else {
+            eval_dir.clone()
+        };
+        if compare && !args.json {
+            eprintln!(
+                "weft eval: {} (index in {})",
+                config_label(config.as_deref()),
+                data_dir.display()
+            );
+        }
+        runs.push(evaluate(
+            config.as_deref(),
+            data_dir,
+            &corpora,
+            args,
+            &budgets,
+        )?);
+    }
+    let baseline = compare
+        .then(|| {
+            baseline(
+                config_files.first().map(PathBuf::as_path),
+                &corpora,
+                args,
+                &budgets,
+            )
+        })
+        .transpose()?;
+
+    if let Some(path) = &args.details {
+        write_details(path, &corpora, &runs[0].outcomes)
+            .with_context(|| format!("--details {}", path.display()))?;
+    }
+    if compare {
+        let report = compare::Comparison::new(&corpora_queries(&corpora), baseline, &runs);
+        if args.json {
+            let out = json!({
+                "queries_file": queries_file,
+                "corpus_dir": corpus_dir,
+                "variant": args.variant,
+                "mode": args.mode,
+                "limit": LIMIT,
+                "pack_budgets": budgets,
+                "derived": derived.as_ref().map(derive::to_json),
+                "baseline": report.baseline_json(),
+                "configs": report.configs_json(),
+                "elapsed_ms": started.elapsed().as_millis() as u64,
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        } else {
+            report.print(&queries_file, args, &budgets, started)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let run = runs.remove(0);
+    let report = Report::new(&run.outcomes);
+    if args.json {
+        let out = json!({
+            "queries_file": queries_file,
+            "variant": args.variant,
+            "mode": args.mode,
+            "expansion": if args.no_expand { "off" } else { "off and on" },
+            "pack_strategy": packing.then_some(format!("{:?}", args.pack_strategy)),
+            "limit": LIMIT,
+            "data_dir": run.data_dir,
+            "retrieval": run.retrieval,
+            "index": run.index,
+            "corpora": report.corpora,
+            "overall": report.overall,
+            "elapsed_ms": started.elapsed().as_millis() as u64,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_report(&report, &queries_file, args, started)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Each corpus's queries, by name.
+fn corpora_queries(corpora: &[Corpus]) -> Vec<(String, Vec<weft_eval::EvalQuery>)> {
+    corpora
+        .iter()
+        .map(|c| (c.name.clone(), c.queries.clone()))
+        .collect()
+}
+
+/// The corpora of the query file, each with its root, checked before
+/// anything is indexed.
+fn corpora(queries_file: &Path, corpus_dir: &Path, args: &EvalArgs) -> anyhow::Result<Vec<Corpus>> {
+    let queries = weft_eval::load_queries(queries_file)?;
     let selected = weft_eval::select_queries(queries, &args.corpora, args.limit_queries);
     for name in &args.corpora {
         if !selected.contains_key(name) {
             bail!(
                 "--corpus {name}: no query of {} is about it",
-                args.queries.display()
+                queries_file.display()
             );
         }
     }
-    // Each corpus's root, checked before anything is indexed.
     let mut corpora = Vec::new();
-    for (name, queries) in &selected {
+    for (name, queries) in selected {
         let root = queries
             .iter()
             .find_map(|q| q.root(args.variant))
             .with_context(|| {
                 format!(
                     "{}: the queries of corpus {name} have no {} root ({})",
-                    args.queries.display(),
+                    queries_file.display(),
                     args.variant.name(),
                     match args.variant {
                         Variant::Hard => "hard_root",
@@ -170,20 +359,66 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
                     }
                 )
             })?;
-        let root = args.corpus_dir.join(root);
+        let root = corpus_dir.join(root);
         if !root.is_dir() {
             bail!(
-                "corpus {name}: {} is not a directory (run shared/eval/tools/prepare.sh {}, or fix --corpus-dir)",
+                "corpus {name}: {} is not a directory (run shared/eval/tools/prepare.sh {}, derive the set again with --derive, or fix --corpus-dir)",
                 root.display(),
-                args.corpus_dir.display()
+                corpus_dir.display()
             );
         }
-        let project = format!("{name}-{}", args.variant.name());
-        corpora.push((name.clone(), project, root, queries.clone()));
+        corpora.push(Corpus {
+            project: format!("{name}-{}", args.variant.name()),
+            name,
+            root,
+            queries,
+        });
     }
+    Ok(corpora)
+}
 
+/// How a configuration is named in reports.
+fn config_label(config: Option<&Path>) -> String {
+    match config {
+        Some(path) => path.display().to_string(),
+        None => "the default configuration".to_owned(),
+    }
+}
+
+/// The data directory of one of several configurations: named by the
+/// file and what it says, so that an edited file gets a fresh index.
+fn config_dir_name(config: Option<&Path>) -> anyhow::Result<String> {
+    let Some(path) = config else {
+        return Ok("default".to_owned());
+    };
+    let text = std::fs::read(path).with_context(|| format!("--config {}", path.display()))?;
+    let stem: String = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let hash = weft_core::content_hash(&text);
+    Ok(format!("config-{stem}-{}", &hash[..8]))
+}
+
+/// Indexes the corpora with one configuration and runs every query.
+fn evaluate(
+    config_file: Option<&Path>,
+    data_dir: PathBuf,
+    corpora: &[Corpus],
+    args: &EvalArgs,
+    budgets: &[usize],
+) -> anyhow::Result<ConfigRun> {
     let store = StoreArgs {
-        data_dir: Some(args.data_dir.clone().unwrap_or_else(default_eval_dir)),
+        data_dir: Some(data_dir),
         model_dir: args.model_dir.clone(),
     };
     let ctx = Context::load(config_file, &store)?;
@@ -204,17 +439,17 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
             ctx.data_dir().sources_dir(),
         )?;
         let mut index_runs = Vec::new();
-        for (_, project, root, _) in &corpora {
+        for corpus in corpora {
             let options = IndexOptions {
-                project: Some(project.clone()),
+                project: Some(corpus.project.clone()),
                 reindex: args.reindex,
                 progress: crate::index_cmd::progress_bar(),
             };
-            let spec = SourceSpec::Dir(root.clone());
+            let spec = SourceSpec::Dir(corpus.root.clone());
             let summary = indexer
                 .index(&spec, &options)
                 .await
-                .with_context(|| format!("indexing {}", root.display()))?;
+                .with_context(|| format!("indexing {}", corpus.root.display()))?;
             if !args.json {
                 crate::index_cmd::print_summary(&summary, &ctx.locations.data_dir)?;
             }
@@ -232,62 +467,78 @@ pub fn run(config_file: Option<&Path>, args: &EvalArgs) -> anyhow::Result<ExitCo
             query_embedder,
         )?;
         let mut outcomes = Vec::new();
-        for (name, project, _, queries) in &corpora {
-            let bar = query_bar(name, queries.len());
+        for corpus in corpora {
+            let bar = query_bar(&corpus.name, corpus.queries.len());
             let options = RunOptions {
-                project: project.clone(),
+                project: corpus.project.clone(),
                 mode: args.mode,
                 limit: LIMIT,
                 expansion_off: true,
                 expansion_on: !args.no_expand,
-                pack_budgets: if args.pack {
-                    args.pack_budgets.clone()
-                } else {
-                    Vec::new()
-                },
+                pack_budgets: budgets.to_vec(),
                 pack_limit: None,
                 pack_strategy: args.pack_strategy.into(),
             };
-            let result = weft_eval::run_queries(&engine, queries, &options, || bar.inc(1)).await;
+            let result =
+                weft_eval::run_queries(&engine, &corpus.queries, &options, || bar.inc(1)).await;
             bar.finish_and_clear();
-            outcomes.push((name.clone(), result?));
+            outcomes.push((corpus.name.clone(), result?));
         }
-        if let Some(path) = &args.details {
-            write_details(path, &corpora, &outcomes)
-                .with_context(|| format!("--details {}", path.display()))?;
-        }
-        let report = Report::new(&outcomes);
-        if args.json {
-            let out = json!({
-                "queries_file": args.queries,
-                "variant": args.variant,
-                "mode": args.mode,
-                "expansion": if args.no_expand { "off" } else { "off and on" },
-                "pack_strategy": args.pack.then_some(format!("{:?}", args.pack_strategy)),
-                "limit": LIMIT,
-                "data_dir": ctx.locations.data_dir,
-                "retrieval": ctx.config.retrieval,
-                "index": index_runs,
-                "corpora": report.corpora,
-                "overall": report.overall,
-                "elapsed_ms": started.elapsed().as_millis() as u64,
-            });
-            println!("{}", serde_json::to_string_pretty(&out)?);
-        } else {
-            print_report(&report, args, started)?;
-        }
-        anyhow::Ok(ExitCode::SUCCESS)
+        anyhow::Ok(ConfigRun {
+            config: config_file.map(Path::to_path_buf),
+            data_dir: ctx.locations.data_dir.clone(),
+            retrieval: serde_json::to_value(&ctx.config.retrieval)?,
+            index: index_runs,
+            outcomes,
+        })
     })
+}
+
+/// The BM25 line-window baseline over each corpus's tree (the files the
+/// configuration's `[sources]` selects), judged like the runs.
+fn baseline(
+    config_file: Option<&Path>,
+    corpora: &[Corpus],
+    args: &EvalArgs,
+    budgets: &[usize],
+) -> anyhow::Result<Vec<(String, Vec<weft_eval::QueryOutcome>)>> {
+    let config = weft_config::load(config_file)?.config;
+    let selection = weft_sources::DirSelection::new(&config.sources).map_err(anyhow::Error::msg)?;
+    let mut out = Vec::new();
+    for corpus in corpora {
+        let walk = weft_sources::walk_dir(&corpus.root, &selection);
+        let mut files = Vec::new();
+        for (uri, path) in &walk.files {
+            // Text files only, as an index would read them.
+            if let Ok(text) = std::fs::read_to_string(path)
+                && !text.contains('\0')
+            {
+                files.push((uri.clone(), text));
+            }
+        }
+        let windows =
+            weft_eval::LineWindows::new(files.iter().map(|(u, t)| (u.as_str(), t.as_str())));
+        let outcomes = weft_eval::run_baseline(
+            &windows,
+            &corpus.queries,
+            LIMIT,
+            budgets,
+            args.pack_strategy.into(),
+        );
+        out.push((corpus.name.clone(), outcomes));
+    }
+    Ok(out)
 }
 
 fn write_details(
     path: &Path,
-    corpora: &[(String, String, PathBuf, Vec<weft_eval::EvalQuery>)],
+    corpora: &[Corpus],
     outcomes: &[(String, Vec<weft_eval::QueryOutcome>)],
 ) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for ((name, _, _, queries), (_, results)) in corpora.iter().zip(outcomes) {
-        for (query, outcome) in queries.iter().zip(results) {
+    for (corpus, (_, results)) in corpora.iter().zip(outcomes) {
+        let name = &corpus.name;
+        for (query, outcome) in corpus.queries.iter().zip(results) {
             let line = json!({
                 "id": query.id,
                 "corpus": name,
@@ -318,12 +569,17 @@ fn query_bar(corpus: &str, len: usize) -> ProgressBar {
     bar
 }
 
-fn print_report(report: &Report, args: &EvalArgs, started: Instant) -> anyhow::Result<()> {
+fn print_report(
+    report: &Report,
+    queries_file: &Path,
+    args: &EvalArgs,
+    started: Instant,
+) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "\n{} — {} variant, {:?} mode, top {LIMIT}",
-        args.queries.display(),
+        queries_file.display(),
         args.variant.name(),
         args.mode
     )?;

@@ -21,9 +21,10 @@ mod status_cmd;
 #[command(name = "weft", version, about, long_about = None)]
 struct Cli {
     /// Configuration file (default: ./weft.toml when it exists). Settings can
-    /// also be given as WEFT__SECTION__KEY environment variables.
-    #[arg(long, global = true, value_name = "FILE")]
-    config: Option<PathBuf>,
+    /// also be given as WEFT__SECTION__KEY environment variables. `weft
+    /// eval` takes it more than once, to compare configurations.
+    #[arg(long, global = true, value_name = "FILE", action = clap::ArgAction::Append)]
+    config: Vec<PathBuf>,
 
     #[command(subcommand)]
     command: Command,
@@ -61,22 +62,30 @@ pub fn main() -> ExitCode {
         // to handle, not a reason to die).
         stdout_closed_ends_quietly();
     }
+    if cli.config.len() > 1 && !matches!(cli.command, Command::Eval(_)) {
+        eprintln!(
+            "weft: --config is given {} times: only `weft eval` compares configurations",
+            cli.config.len()
+        );
+        return ExitCode::from(2);
+    }
+    let config = cli.config.first().map(PathBuf::as_path);
     let result = match &cli.command {
-        Command::Chunk(args) => chunk_cmd::run(cli.config.as_deref(), args),
-        Command::Index(args) => index_cmd::run(cli.config.as_deref(), args),
-        Command::Search(args) => search_cmd::run(cli.config.as_deref(), args),
+        Command::Chunk(args) => chunk_cmd::run(config, args),
+        Command::Index(args) => index_cmd::run(config, args),
+        Command::Search(args) => search_cmd::run(config, args),
         Command::Serve(args) => match weft_telemetry::trace::init_tracing("weft") {
             // OTLP traces of the gRPC calls when OTEL_EXPORTER_OTLP_ENDPOINT is set.
             Ok(tracing) => {
-                let result = serve_cmd::run(cli.config.as_deref(), args);
+                let result = serve_cmd::run(config, args);
                 tracing.shutdown();
                 result
             }
             Err(error) => Err(error.into()),
         },
-        Command::Status(args) => status_cmd::run(cli.config.as_deref(), args),
-        Command::Eval(args) => eval_cmd::run(cli.config.as_deref(), args),
-        Command::Mcp(args) => mcp_cmd::run(cli.config.as_deref(), args),
+        Command::Status(args) => status_cmd::run(config, args),
+        Command::Eval(args) => eval_cmd::run(&cli.config, args),
+        Command::Mcp(args) => mcp_cmd::run(config, args),
         Command::Keys(args) => keys_cmd::run(args),
     };
     match result {

@@ -257,3 +257,78 @@ fn bad_query_files_and_missing_corpora_are_named() {
     ]);
     assert!(err.contains("easy"), "{err}");
 }
+
+/// `--derive` names what is wrong and never deletes what it did not write;
+/// `--derive-only --json` says what it derived without indexing anything.
+#[test]
+fn derive_writes_its_set_and_refuses_what_it_cannot_do() {
+    let (corpus, _) = setup();
+    let data = tempfile::tempdir().unwrap();
+    let fails = |args: &[&str]| {
+        let o = weft(args, data.path());
+        assert!(!o.status.success(), "{args:?} should fail");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = fails(&["eval", "--derive", "/no/such/tree"]);
+    assert!(err.contains("--derive /no/such/tree"), "{err}");
+    let src = corpus.path().join("src/demo");
+    let src = src.to_str().unwrap();
+    let err = fails(&["eval", "--derive", src, "--name", "two words"]);
+    assert!(err.contains("--name \"two words\""), "{err}");
+    // A directory where the hard copy would go that --derive did not write.
+    let out = corpus.path().join("set/demo.jsonl");
+    std::fs::create_dir_all(corpus.path().join("set/demo.hard")).unwrap();
+    std::fs::write(corpus.path().join("set/demo.hard/mine.txt"), "keep me").unwrap();
+    let err = fails(&["eval", "--derive", src, out.to_str().unwrap()]);
+    assert!(
+        err.contains("demo.hard") && err.contains("not a hard copy"),
+        "{err}"
+    );
+    assert!(corpus.path().join("set/demo.hard/mine.txt").is_file());
+    // A tree with nothing to ask.
+    let empty = corpus.path().join("nodoc/demo/docs");
+    let nothing = corpus.path().join("nothing/set.jsonl");
+    let err = fails(&[
+        "eval",
+        "--derive",
+        empty.to_str().unwrap(),
+        nothing.to_str().unwrap(),
+        "--derive-only",
+    ]);
+    assert!(err.contains("no query could be derived"), "{err}");
+    assert!(!nothing.exists() && !corpus.path().join("nothing/set.hard").exists());
+    // --config more than once is for eval alone.
+    let o = weft(
+        &["status", "--config", "a.toml", "--config", "b.toml"],
+        data.path(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("only `weft eval`"));
+
+    let out = corpus.path().join("kept/demo.jsonl");
+    let o = weft(
+        &[
+            "eval",
+            "--derive",
+            src,
+            out.to_str().unwrap(),
+            "--derive-only",
+            "--json",
+        ],
+        data.path(),
+    );
+    let said = json(&o);
+    assert_eq!(said["corpus"], "demo");
+    assert_eq!(said["code_queries"], 2, "{said}");
+    assert_eq!(said["counts"]["drop_short_heading"], 3, "{said}");
+    let rows = std::fs::read_to_string(&out).unwrap();
+    assert!(rows.contains("\"symbol\":\"Ledger.balance\""), "{rows}");
+    let hard =
+        std::fs::read_to_string(corpus.path().join("kept/demo.hard/net/Ledger.java")).unwrap();
+    assert!(!hard.contains("Sums every entry") && hard.contains("long total = 0;"));
+    assert_eq!(
+        std::fs::read_dir(data.path()).unwrap().count(),
+        0,
+        "--derive-only indexes nothing"
+    );
+}

@@ -266,3 +266,135 @@ fn the_dry_run_examples_run_as_written() {
     let again = common::json(&run(&commands[1], &repo, &data));
     assert_eq!(again["estimate"]["tokens_to_embed"].as_u64(), Some(needed));
 }
+
+/// README's `--derive` examples, as written, in a copy of weft's config
+/// crate sources and README: the set is derived and kept with a hard copy
+/// that hides what it asks, runs beside the baseline, runs again from the
+/// file, and compares two configurations on the same queries.
+#[test]
+fn the_derive_examples_run_as_written() {
+    let commands = block_under(&readme(), "### On your own code: `--derive`");
+    assert_eq!(
+        commands.len(),
+        3,
+        "README's --derive examples changed: {commands:?}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let repo: PathBuf = tmp.path().join("cfg");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/config/src"),
+        &repo,
+    );
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+        repo.join("README.md"),
+    )
+    .unwrap();
+    // The two configurations of the third example: fusion by score and by rank.
+    std::fs::write(
+        repo.join("a.toml"),
+        "[retrieval.fusion]\nmethod = \"score\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("b.toml"),
+        "[retrieval.fusion]\nmethod = \"rrf\"\n",
+    )
+    .unwrap();
+    let data = tmp.path().join("data");
+    // `weft eval` keeps its index beside the default data directory.
+    let run = |args: &[String]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args(args)
+            .current_dir(&repo)
+            .env("XDG_DATA_HOME", &data)
+            .env("WEFT_MODEL_DIR", model_dir())
+            .env_remove("WEFT_CONFIG")
+            .env_remove("WEFT__RERANK__KIND")
+            .output()
+            .expect("weft runs");
+        assert!(
+            output.status.success(),
+            "weft {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    };
+
+    let first = run(&commands[0]);
+    let said = String::from_utf8_lossy(&first.stdout);
+    assert!(said.starts_with("Derived "), "{said}");
+    for row in [
+        "BM25 line windows",
+        "weft: the default configuration",
+        "cfg (code)",
+        "cfg (prose)",
+    ] {
+        assert!(said.contains(row), "no {row:?} in:\n{said}");
+    }
+    let set = repo.join("weft-queries.jsonl");
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&set)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(rows.len() >= 20, "{} queries derived", rows.len());
+    // The hard copy hides each query's words where it was derived from,
+    // and keeps every line where it was.
+    let hard = repo.join("weft-queries.hard");
+    for row in &rows {
+        let path = row["path"].as_str().unwrap();
+        let original = std::fs::read_to_string(repo.join(path)).unwrap();
+        let copy = std::fs::read_to_string(hard.join(path)).unwrap();
+        assert_eq!(original.lines().count(), copy.lines().count(), "{path}");
+        let query = row["query"].as_str().unwrap();
+        let lead: String = query
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let start = row["start_line"].as_u64().unwrap() as usize;
+        let near: String = copy
+            .lines()
+            .skip(start.saturating_sub(12))
+            .take(14)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            !near.contains(&lead),
+            "{path}:{start}: the hard copy still says {lead:?}"
+        );
+    }
+
+    let mut again = commands[1].clone();
+    again.push("--json".into());
+    let report = common::json(&run(&again));
+    let sections = &report["configs"][0]["sections"];
+    assert_eq!(sections[0]["section"], "cfg");
+    assert_eq!(sections[0]["figures"]["queries"], rows.len());
+    let baseline = &report["baseline"]["sections"][0]["figures"];
+    let weft = &sections[0]["figures"];
+    assert_eq!(baseline["queries"], rows.len());
+    // What weft is for: the whole answer inside the context it packs.
+    let answer = |f: &serde_json::Value| {
+        assert_eq!(f["packing"][0]["budget"], 2000, "{f}");
+        f["packing"][0]["answer_in_context"].as_f64().unwrap()
+    };
+    assert!(
+        answer(weft) > answer(baseline),
+        "answer in context at 2000 tokens: weft {weft} against BM25 line windows {baseline}"
+    );
+
+    let mut compared = commands[2].clone();
+    compared.push("--json".into());
+    let report = common::json(&run(&compared));
+    let configs = report["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2);
+    assert_ne!(configs[0]["data_dir"], configs[1]["data_dir"]);
+    assert_eq!(configs[0]["retrieval"]["fusion"]["method"], "score");
+    assert_eq!(configs[1]["retrieval"]["fusion"]["method"], "rrf");
+    for c in configs {
+        assert_eq!(c["sections"][0]["figures"]["queries"], rows.len());
+    }
+}

@@ -136,7 +136,7 @@ fn attribute_entry(line: &str) -> bool {
 }
 
 /// Headings, block starts and kept ranges of an AsciiDoc document.
-fn scan(text: &str) -> Outline {
+pub(crate) fn scan(text: &str) -> Outline {
     let lines = lines(text);
     let line = |i: usize| &text[lines[i].0..lines[i].1];
     let blank = |i: usize| line(i).trim().is_empty();
@@ -240,6 +240,7 @@ fn scan(text: &str) -> Outline {
             outline.headings.push(Heading {
                 start: lines[start].0,
                 end: lines[end_line].1,
+                title: (lines[first].0, lines[last].1),
                 level,
                 text: title,
             });

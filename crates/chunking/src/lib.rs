@@ -16,6 +16,8 @@
 //! The markup chunkers share the `markdown.*` sizes: a section over
 //! `markdown.max_chars` splits at block boundaries into "(Part i/n)", and
 //! README/index documents stay whole up to `markdown.index_max_chars`.
+//! [`Chunker::section_titles`] lists a markup document's sections as these
+//! chunkers find them (for `weft eval --derive`).
 //! Languages are a grammar plus a table of node kinds (`languages.rs`);
 //! the code chunker is the same for all of them.
 //!
@@ -67,6 +69,7 @@ mod detect;
 pub mod html;
 mod languages;
 mod markdown;
+mod outline;
 mod rst;
 mod sections;
 mod span;
@@ -79,6 +82,7 @@ use weft_core::{Chunk, DocumentId};
 pub use code::parse;
 pub use detect::{FileKind, Strategy};
 pub use languages::CodeLanguage;
+pub use outline::SectionTitle;
 pub use weft_config::{
     ChunkingConfig, CodeConfig, InvalidSetting, LinesConfig, MarkdownConfig, TextConfig,
 };

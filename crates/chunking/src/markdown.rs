@@ -14,17 +14,19 @@ pub(crate) struct MarkdownOutcome {
     pub title: Option<String>,
 }
 
-struct Heading {
-    start: usize,
-    level: usize,
-    text: String,
+pub(crate) struct Heading {
+    pub start: usize,
+    /// Where the heading ends (its last line, an underline for setext).
+    pub end: usize,
+    pub level: usize,
+    pub text: String,
 }
 
 /// The parts of a markdown text that chunking needs, in source order.
-struct Outline {
+pub(crate) struct Outline {
     front_matter: Option<(usize, usize)>,
     front_matter_title: Option<String>,
-    headings: Vec<Heading>,
+    pub headings: Vec<Heading>,
     /// Top-level block starts (headings included).
     blocks: Vec<usize>,
     /// Code blocks at any depth: never cut inside.
@@ -160,7 +162,7 @@ fn section(
 }
 
 /// Finds front matter, headings, top-level blocks and code blocks.
-fn scan(text: &str) -> Outline {
+pub(crate) fn scan(text: &str) -> Outline {
     let front_matter = front_matter(text);
     let front_matter_title = front_matter.and_then(|(s, e)| front_matter_title(&text[s..e]));
     let body_start = front_matter.map_or(0, |(_, e)| e);
@@ -190,6 +192,7 @@ fn scan(text: &str) -> Outline {
                     Tag::Heading { level, .. } if depth == 0 => {
                         heading = Some(Heading {
                             start,
+                            end,
                             level: heading_level(level),
                             text: String::new(),
                         });

@@ -357,7 +357,7 @@ impl<'a> Scanner<'a> {
 }
 
 /// Headings, block starts and kept ranges of a reST document.
-fn scan(text: &str, max_chars: usize) -> Outline {
+pub(crate) fn scan(text: &str, max_chars: usize) -> Outline {
     let lines = lines(text);
     let found = titles(text, &lines);
     let mut scanner = Scanner {
@@ -423,6 +423,7 @@ fn scan(text: &str, max_chars: usize) -> Outline {
         outline.headings.push(Heading {
             start: start_byte,
             end: lines[t.last].1,
+            title: (lines[t.first].0, lines[t.last].1),
             level,
             text: t.text.clone(),
         });

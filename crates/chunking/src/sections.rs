@@ -14,6 +14,11 @@ pub(crate) struct Heading {
     /// Where the title block ends (after its underline, and after the
     /// attribute lines that follow an AsciiDoc title).
     pub end: usize,
+    /// The title's own lines, from the first byte of its first line (an
+    /// overline, or the title text) to the end of its last (an underline,
+    /// or the title text): labels above and attribute lines under it left
+    /// out.
+    pub title: (usize, usize),
     /// 1 for the top level.
     pub level: usize,
     /// The title text, whitespace collapsed.

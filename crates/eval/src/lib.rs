@@ -16,12 +16,18 @@
 //!
 //! [`load_queries`] reads a file, [`judge`] scores one response, and
 //! [`Report`] aggregates per corpus and overall. [`run_queries`] drives a
-//! [`weft_core::query::QueryEngine`] over a set of queries.
+//! [`weft_core::query::QueryEngine`] over a set of queries; [`run_baseline`]
+//! runs them against [`LineWindows`], BM25 over fixed line windows (the
+//! reference point of `shared/eval`), judged by the same metrics.
+//! [`derive`] builds a query set from a project's own code and docs.
 
+mod baseline;
+pub mod derive;
 mod metrics;
 mod queries;
 mod runner;
 
+pub use baseline::{CODE_WINDOW, LineWindows, PROSE_WINDOW, run_baseline};
 pub use metrics::{
     Aggregate, ContextStats, CorpusFigures, Judgement, PackFigures, PackJudgement, Report, judge,
     judge_packs,

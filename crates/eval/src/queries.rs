@@ -55,11 +55,23 @@ pub struct EvalQuery {
     #[serde(default)]
     pub hard_root: Option<String>,
     /// Lines of a code target (code rows).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n_lines: Option<u32>,
     /// Whether a markdown section is longer than one 256-token chunk.
-    #[serde(default, rename = "long@256")]
+    #[serde(default, rename = "long@256", skip_serializing_if = "Option::is_none")]
     pub long_256: Option<bool>,
+    /// The target's language (`java`, `rust`, `md`, …), when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lang: Option<String>,
+    /// What the target is (`method`, `function`, `section`, …), when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// A code target's symbol path (`Cache.evict`), when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    /// A section's breadcrumb of headings above it, when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heading_path: Option<String>,
 }
 
 impl EvalQuery {
@@ -86,6 +98,16 @@ impl EvalQuery {
                     > 50
             }
         }
+    }
+
+    /// Whether the target is prose (a markup section) rather than code:
+    /// a `heading_path`, or a markup `lang`.
+    pub fn is_prose(&self) -> bool {
+        self.heading_path.is_some()
+            || self
+                .lang
+                .as_deref()
+                .is_some_and(|l| matches!(l, "md" | "markdown" | "rst" | "adoc" | "asciidoc"))
     }
 
     /// The corpus root of `variant`, relative to the corpus directory.
