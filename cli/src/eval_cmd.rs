@@ -1,6 +1,11 @@
 //! `weft eval QUERIES.jsonl --corpus-dir D`: index every corpus the query
 //! file names (one project per corpus and variant, reused when unchanged),
 //! run every query and report the metrics of `shared/eval/README.md`.
+//!
+//! `--derive PATH` first writes the query file from a tree's own doc
+//! comments and headings (`derive.rs`); `--baseline`, `--derive` or
+//! `--config` given more than once make the run a comparison, printed side
+//! by side with the BM25 line-window baseline (`compare.rs`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
