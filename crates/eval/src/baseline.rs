@@ -155,6 +155,11 @@ impl LineWindows {
     /// matched chunk; with `expand`, the windows either side of each as
     /// context (the ±1 neighbours of the reference figures).
     pub fn search(&self, query: &str, limit: usize, expand: bool) -> Vec<DocumentResult> {
+        self.respond(&self.rank(query, limit), expand)
+    }
+
+    /// The best `limit` windows for `query`, as (window, BM25 score).
+    fn rank(&self, query: &str, limit: usize) -> Vec<(u32, f64)> {
         let mut scores: HashMap<u32, f64> = HashMap::new();
         let mut seen = Vec::new();
         for t in tokens(query) {
@@ -174,10 +179,15 @@ impl LineWindows {
         let mut ranked: Vec<(u32, f64)> = scores.into_iter().collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked.truncate(limit);
+        ranked
+    }
+
+    /// `ranked` as a response, with the windows either side when `expand`.
+    fn respond(&self, ranked: &[(u32, f64)], expand: bool) -> Vec<DocumentResult> {
         let mut neighbours = Vec::new();
         let mut fetched = Vec::new();
         if expand {
-            for &(id, score) in &ranked {
+            for &(id, score) in ranked {
                 let hit = &self.windows[id as usize];
                 for next in [id.checked_sub(1), Some(id + 1)].into_iter().flatten() {
                     let Some(w) = self.windows.get(next as usize) else {
@@ -199,8 +209,8 @@ impl LineWindows {
             }
         }
         let hits = ranked
-            .into_iter()
-            .map(|(id, score)| FusedHit {
+            .iter()
+            .map(|&(id, score)| FusedHit {
                 chunk: self.windows[id as usize].clone(),
                 score,
                 vector: None,
@@ -243,8 +253,10 @@ pub fn run_baseline(
         .iter()
         .map(|query| {
             let targets = query.targets();
-            let on = windows.search(&query.query, limit, true);
-            let off = windows.search(&query.query, limit, false);
+            // Scored once; judged with and without the neighbours.
+            let ranked = windows.rank(&query.query, limit);
+            let on = windows.respond(&ranked, true);
+            let off = windows.respond(&ranked, false);
             QueryOutcome {
                 id: query.id.clone(),
                 long: query.is_long(),

@@ -349,6 +349,35 @@ impl<'c> Deriver<'c> {
         }
     }
 
+    /// A row of this corpus asking `query` of `lines` of `path`, the
+    /// fields of one kind left empty.
+    fn row(
+        &self,
+        query: String,
+        path: String,
+        lines: (u32, u32),
+        lang: &str,
+        kind: &str,
+    ) -> EvalQuery {
+        EvalQuery {
+            id: String::new(),
+            query,
+            corpus: self.options.corpus.clone(),
+            path,
+            start_line: lines.0,
+            end_line: lines.1,
+            alt_targets: Vec::new(),
+            corpus_root: Some(self.options.corpus_root.clone()),
+            hard_root: Some(self.options.hard_root.clone()),
+            n_lines: None,
+            long_256: None,
+            lang: Some(lang.to_owned()),
+            kind: Some(kind.to_owned()),
+            symbol: None,
+            heading_path: None,
+        }
+    }
+
     /// Groups, filters and numbers the queries, and masks the held files.
     pub fn finish(mut self) -> Derived {
         let mut rows: Vec<(EvalQuery, Option<(u32, u32)>)> = Vec::new();
@@ -356,11 +385,7 @@ impl<'c> Deriver<'c> {
         let mut by_body: Vec<(CodeRow, Vec<Target>)> = Vec::new();
         let mut body_index: HashMap<String, usize> = HashMap::new();
         for row in std::mem::take(&mut self.code) {
-            let target = Target {
-                path: row.path.clone(),
-                start_line: row.lines.0,
-                end_line: row.lines.1,
-            };
+            let target = target(row.path.clone(), row.lines);
             match body_index.get(&row.normalised) {
                 Some(&i) => {
                     self.count("merged_copies");
@@ -398,34 +423,17 @@ impl<'c> Deriver<'c> {
                 continue;
             };
             for (other, more) in group {
-                alts.push(Target {
-                    path: other.path,
-                    start_line: other.lines.0,
-                    end_line: other.lines.1,
-                });
+                alts.push(target(other.path, other.lines));
                 alts.extend(more);
             }
             let n_lines = main.lines.1 + 1 - main.lines.0;
-            rows.push((
-                EvalQuery {
-                    id: String::new(),
-                    query: main.query,
-                    corpus: self.options.corpus.clone(),
-                    path: main.path,
-                    start_line: main.lines.0,
-                    end_line: main.lines.1,
-                    alt_targets: alts,
-                    corpus_root: Some(self.options.corpus_root.clone()),
-                    hard_root: Some(self.options.hard_root.clone()),
-                    n_lines: Some(n_lines),
-                    long_256: None,
-                    lang: Some(main.lang.to_owned()),
-                    kind: Some(main.kind.to_owned()),
-                    symbol: Some(main.symbol),
-                    heading_path: None,
-                },
-                None,
-            ));
+            let row = EvalQuery {
+                alt_targets: alts,
+                n_lines: Some(n_lines),
+                symbol: Some(main.symbol),
+                ..self.row(main.query, main.path, main.lines, main.lang, main.kind)
+            };
+            rows.push((row, None));
         }
         // A heading asked twice is ambiguous: neither is kept.
         let mut seen: HashMap<String, usize> = HashMap::new();
@@ -437,26 +445,12 @@ impl<'c> Deriver<'c> {
                 self.count("drop_ambiguous");
                 continue;
             }
-            rows.push((
-                EvalQuery {
-                    id: String::new(),
-                    query: h.query,
-                    corpus: self.options.corpus.clone(),
-                    path: h.path,
-                    start_line: h.lines.0,
-                    end_line: h.lines.1,
-                    alt_targets: Vec::new(),
-                    corpus_root: Some(self.options.corpus_root.clone()),
-                    hard_root: Some(self.options.hard_root.clone()),
-                    n_lines: None,
-                    long_256: Some(h.long),
-                    lang: Some(h.lang.to_owned()),
-                    kind: Some("section".to_owned()),
-                    symbol: None,
-                    heading_path: Some(h.heading_path),
-                },
-                Some(h.title_lines),
-            ));
+            let row = EvalQuery {
+                long_256: Some(h.long),
+                heading_path: Some(h.heading_path),
+                ..self.row(h.query, h.path, h.lines, h.lang, "section")
+            };
+            rows.push((row, Some(h.title_lines)));
         }
         rows.sort_by(|a, b| {
             (a.0.path.as_str(), a.0.start_line).cmp(&(b.0.path.as_str(), b.0.start_line))
@@ -490,6 +484,15 @@ impl<'c> Deriver<'c> {
             held,
             stats: self.stats,
         }
+    }
+}
+
+/// The target `lines` of `path`.
+fn target(path: String, lines: (u32, u32)) -> Target {
+    Target {
+        path,
+        start_line: lines.0,
+        end_line: lines.1,
     }
 }
 
