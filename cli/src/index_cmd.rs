@@ -18,13 +18,27 @@ use crate::context::{Context, StoreArgs};
 pub struct IndexArgs {
     /// Directories, git URLs (ending in .git, or git@…, ssh://, file://) or
     /// http(s) URLs of documentation sites.
-    #[arg(required = true, value_name = "PATH|URL")]
+    #[arg(required_unless_present = "drop", value_name = "PATH|URL")]
     pub sources: Vec<String>,
 
     /// Project name (default: the directory's or repository's name, or the
     /// site's host). Only with a single source.
     #[arg(long)]
     pub project: Option<String>,
+
+    /// Index branch B of the repository (or, for a directory, the worktree
+    /// it holds, named B) as an overlay of the project's default branch,
+    /// indexed before: only the files that differ from it are read,
+    /// chunked and stored, and texts embedded before keep their vectors.
+    /// Searched as `--project PROJECT@B`. A branch gone from the remote is
+    /// dropped. Only with a single source.
+    #[arg(long, value_name = "B")]
+    pub branch: Option<String>,
+
+    /// Drop the branch overlay PROJECT@B (its chunks and records; the
+    /// project is untouched), e.g. after its worktree was removed.
+    #[arg(long, value_name = "PROJECT@B")]
+    pub drop: Vec<String>,
 
     /// Chunk and write every document again, changed or not, into a new
     /// index generation switched to when complete: searches meanwhile read
@@ -67,14 +81,46 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
             "--project names one project: give one source with it, or run once per source"
         );
     }
+    if args.branch.is_some() && specs.len() != 1 {
+        anyhow::bail!("--branch names one branch: give one source with it");
+    }
+    if let Some(branch) = &args.branch
+        && let Some(problem) = weft_core::overlays::branch_problem(branch)
+    {
+        anyhow::bail!("--branch {branch:?} {problem}");
+    }
+    if let (Some(project), Some(_)) = (&args.project, &args.branch)
+        && let Some((base, branch)) = weft_core::overlays::split_overlay(project)
+    {
+        anyhow::bail!(
+            "--project {project:?} already names branch {branch:?} of {base:?}: give --project {base} --branch B"
+        );
+    }
+    for name in &args.drop {
+        if weft_core::overlays::split_overlay(name).is_none() {
+            anyhow::bail!("--drop {name:?}: only a branch overlay (project@branch) can be dropped");
+        }
+    }
+    if !args.drop.is_empty() && args.dry_run {
+        anyhow::bail!("--drop and --dry-run: a dry run drops nothing; leave out --drop");
+    }
     let ctx = Context::load(config_file, &args.store)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let sources: Vec<RunSource> = specs
             .into_iter()
-            .map(|spec| RunSource {
-                spec,
-                project: args.project.clone(),
+            .map(|spec| {
+                let project = match &args.branch {
+                    Some(branch) => Some(weft_core::overlays::overlay_name(
+                        &args
+                            .project
+                            .clone()
+                            .unwrap_or_else(|| spec.default_project()),
+                        branch,
+                    )),
+                    None => args.project.clone(),
+                };
+                RunSource { spec, project }
             })
             .collect();
         if args.dry_run {
@@ -89,6 +135,7 @@ pub fn run(config_file: Option<&Path>, args: &IndexArgs) -> anyhow::Result<ExitC
             RunOptions {
                 rebuild: args.reindex,
                 max_embed_tokens: args.max_embed_tokens,
+                drop: args.drop.clone(),
                 ..Default::default()
             },
             &progress_bar,
@@ -220,6 +267,28 @@ pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
     )?;
     if let Some(rev) = &s.revision {
         writeln!(out, "  revision {rev}")?;
+    }
+    if let Some(o) = &s.overlay {
+        if o.dropped {
+            writeln!(
+                out,
+                "  branch overlay dropped: {} is searched without branch {}",
+                o.base, o.branch
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  branch {} over {}{}: holds the files that differ from it; hides {} of its documents (changed or deleted); search with --project {}",
+                o.branch,
+                o.base,
+                o.base_revision
+                    .as_deref()
+                    .map(|r| format!(" at {}", &r[..r.len().min(12)]))
+                    .unwrap_or_default(),
+                o.hidden,
+                s.project
+            )?;
+        }
     }
     for issue in &s.errors {
         writeln!(out, "  error    {}: {}", issue.uri, issue.reason)?;

@@ -281,6 +281,7 @@ impl IndexRunner for CliIndexer {
                 git,
                 // `embedding.max_embed_tokens` still applies.
                 max_embed_tokens: None,
+                drop: Vec::new(),
             },
             &indicatif::ProgressBar::hidden,
             || tracing::info!("waiting for another weft index on the data directory"),

@@ -108,6 +108,7 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
         rerank: false,
         max_tokens: args.max_tokens,
         cache_partition: None,
+        hidden: Default::default(),
     }
     .checked(&ctx.config.query.request_bounds())
     .map_err(refusal)?;
@@ -119,10 +120,29 @@ pub fn run(config_file: Option<&Path>, args: &SearchArgs) -> anyhow::Result<Exit
     let stack = runtime.block_on(ctx.open_query(need))?;
     check_projects(&ctx, &stack, &runtime, &args.project)?;
     let engine = stack.engine.clone();
-    let request = SearchRequest {
+    let mut request = SearchRequest {
         rerank: engine.has_reranker(),
         ..request
     };
+    // A branch overlay (`--project P@B`) reads its base, minus what the
+    // branch changed or deleted.
+    let catalog = stack.catalog_now(&ctx.data_dir());
+    match catalog {
+        Ok(catalog) => {
+            request.hidden =
+                runtime.block_on(weft_core::overlays::resolve(&*catalog, &mut request.filter))?;
+        }
+        Err(e)
+            if args
+                .project
+                .iter()
+                .any(|p| weft_core::overlays::split_overlay(p).is_some()) =>
+        {
+            return Err(anyhow::Error::new(e)
+                .context("--project names a branch overlay, whose catalog record cannot be read"));
+        }
+        Err(_) => {}
+    }
     let response = runtime.block_on(engine.search(&request))?;
     if let Some(max_tokens) = args.max_tokens {
         // Citations carry each project's indexed commit, from the catalog

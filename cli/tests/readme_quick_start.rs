@@ -398,3 +398,91 @@ fn the_derive_examples_run_as_written() {
         assert_eq!(c["sections"][0]["figures"]["queries"], rows.len());
     }
 }
+
+/// README's `--branch` examples, as written: a project, a worktree of a
+/// branch indexed as its overlay, a search of the branch, the overlay
+/// dropped. The tree is a copy of weft's config crate sources in git.
+#[test]
+fn the_branch_examples_run_as_written() {
+    let commands = block_under(&readme(), "### Branches and worktrees: `--branch`");
+    assert_eq!(
+        commands.len(),
+        4,
+        "README's --branch examples changed: {commands:?}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/config/src"),
+        &app,
+    );
+    let git = |dir: &Path, args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&app, &["init", "-q", "-b", "main"]);
+    git(&app, &["add", "-A"]);
+    git(&app, &["commit", "-qm", "main"]);
+    git(
+        &app,
+        &["worktree", "add", "-q", "-b", "feature", "../app-feature"],
+    );
+    // The branch: crawl.rs learns to retry.
+    let worktree = tmp.path().join("app-feature");
+    let crawl = worktree.join("crawl.rs");
+    let mut text = std::fs::read_to_string(&crawl).unwrap();
+    text.push_str(
+        "\n/// Waits before the next attempt of a failed fetch: exponential backoff\n/// with jitter, doubling from `base_ms` up to `max_ms`.\npub fn retry_delay_ms(attempt: u32, base_ms: u64, max_ms: u64) -> u64 {\n    base_ms.saturating_mul(1 << attempt.min(16)).min(max_ms)\n}\n",
+    );
+    std::fs::write(&crawl, text).unwrap();
+    git(&worktree, &["commit", "-qam", "retry"]);
+    let data = tmp.path().join("data");
+
+    let first = run(&commands[0], tmp.path(), &data);
+    assert!(String::from_utf8_lossy(&first.stdout).starts_with("app: "));
+    let overlay =
+        String::from_utf8_lossy(&run(&commands[1], tmp.path(), &data).stdout).into_owned();
+    assert!(
+        overlay.starts_with("app@feature: 19 documents seen, 1 indexed, 18 unchanged"),
+        "{overlay}"
+    );
+    assert!(overlay.contains("hides 1 of its documents"), "{overlay}");
+    let mut search = commands[2].clone();
+    search.push("--json".into());
+    let found: serde_json::Value =
+        serde_json::from_slice(&run(&search, tmp.path(), &data).stdout).unwrap();
+    let chunks: Vec<&serde_json::Value> = found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["spans"].as_array().unwrap())
+        .flat_map(|s| s["chunks"].as_array().unwrap())
+        .collect();
+    // The first document is the branch's crawl.rs, with the new function.
+    let first_document = &found["results"][0];
+    assert!(
+        first_document["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["chunks"].as_array().unwrap())
+            .any(|c| c["project"] == "app@feature"
+                && c["content"].as_str().unwrap().contains("retry_delay_ms")),
+        "{found:#}"
+    );
+    assert!(
+        chunks
+            .iter()
+            .all(|c| !(c["project"] == "app" && c["uri"] == "crawl.rs")),
+        "app's crawl.rs came back through the overlay"
+    );
+    let dropped =
+        String::from_utf8_lossy(&run(&commands[3], tmp.path(), &data).stdout).into_owned();
+    assert!(dropped.contains("branch overlay dropped"), "{dropped}");
+}

@@ -107,9 +107,14 @@ struct Snapshot {
 /// What `data`'s vector and text indexes hold of the project, as the
 /// catalog records it: `catalog`, or else the data directory's own.
 async fn snapshot(catalog: Option<&dyn Catalog>, data: &Path) -> Snapshot {
+    snapshot_of(catalog, data, PROJECT).await
+}
+
+/// [`snapshot`] of `project`.
+async fn snapshot_of(catalog: Option<&dyn Catalog>, data: &Path, project: &str) -> Snapshot {
     let stores = weft_wiring::DataDir::new(data).open_existing().unwrap();
     let catalog = catalog.unwrap_or(stores.catalog.as_ref());
-    let records: Vec<DocumentRecord> = catalog.documents(Some(PROJECT)).await.unwrap();
+    let records: Vec<DocumentRecord> = catalog.documents(Some(project)).await.unwrap();
     let mut chunks = BTreeMap::new();
     for r in &records {
         // One past the end too: nothing may be stored beyond chunk_count.
@@ -181,6 +186,17 @@ async fn converge(
     target: &Snapshot,
     services: &mut [&mut Service],
 ) {
+    converge_of(jet, catalog, target, services, PROJECT).await
+}
+
+/// [`converge`] for `project`.
+async fn converge_of(
+    jet: &weft_nats::Jet,
+    catalog: &dyn Catalog,
+    target: &Snapshot,
+    services: &mut [&mut Service],
+    project: &str,
+) {
     let want: BTreeMap<String, String> = target
         .records
         .iter()
@@ -189,7 +205,7 @@ async fn converge(
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let have: BTreeMap<String, String> = catalog
-            .documents(Some(PROJECT))
+            .documents(Some(project))
             .await
             .unwrap()
             .into_iter()
@@ -336,7 +352,114 @@ async fn embedded_and_distributed_indexing_agree() {
     )
     .await;
     embedder.stop();
-    chunker.stop();
     let distributed_second = snapshot(Some(&catalog), distributed_data.path()).await;
     assert_same(&embedded_second, &distributed_second, "incremental run");
+
+    // A branch, as an overlay: `weft index --branch` and a manifest's
+    // `branches` store the same documents and hide the same ones.
+    git(repo.path(), &["checkout", "--quiet", "-b", "feature"]);
+    std::fs::write(
+        repo.path().join("notes.txt"),
+        "Plain notes, edited on the branch.\n",
+    )
+    .unwrap();
+    git(repo.path(), &["rm", "--quiet", "tools/cache.py"]);
+    write_files(
+        repo.path(),
+        &[(
+            "web/extra.ts",
+            "/** Doubles `x`. */\nexport function double(x: number): number {\n  return 2 * x;\n}\n",
+        )],
+    );
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "--quiet", "-m", "branch"]);
+    git(repo.path(), &["checkout", "--quiet", "main"]);
+    let overlay = "parity@feature";
+    let out = Command::new(bin("weft"))
+        .args([
+            "index",
+            &url,
+            "--project",
+            PROJECT,
+            "--branch",
+            "feature",
+            "--json",
+            "--data-dir",
+        ])
+        .arg(embedded_data.path())
+        .env("WEFT_MODEL_DIR", model_dir())
+        .env("WEFT_LOG", "warn")
+        .output()
+        .expect("run weft index --branch");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let branch: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(branch["runs"][0]["documents_indexed"], 2, "{branch}");
+    assert_eq!(branch["runs"][0]["overlay"]["hidden"], 2, "{branch}");
+    let embedded_branch = snapshot_of(None, embedded_data.path(), overlay).await;
+    assert_eq!(embedded_branch.records.len(), 2);
+
+    let manifest = repo.path().join("../parity-sources.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[[sources]]\nsource = \"{url}\"\nproject = \"{PROJECT}\"\nbranches = [\"feature\"]\n"
+        ),
+    )
+    .unwrap();
+    let mut embedder = Service::start("embedder", "weft-embedder", &[], &env, logs.path());
+    let job = crawl(
+        &[
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--checkout-dir",
+            checkouts.path().to_str().unwrap(),
+        ],
+        &env,
+    );
+    let crawled: Vec<&serde_json::Value> = job["sources"].as_array().unwrap().iter().collect();
+    assert_eq!(crawled.len(), 2, "the project, then its branch: {job}");
+    assert_eq!(crawled[1]["project"], overlay, "{job}");
+    assert_eq!(crawled[1]["documents_published"], 2, "{job}");
+    converge_of(
+        &jet,
+        &catalog,
+        &embedded_branch,
+        &mut [&mut chunker, &mut embedder],
+        overlay,
+    )
+    .await;
+    embedder.stop();
+    chunker.stop();
+    let distributed_branch = snapshot_of(Some(&catalog), distributed_data.path(), overlay).await;
+    assert_eq!(
+        embedded_branch.records, distributed_branch.records,
+        "the overlay's records"
+    );
+    assert_eq!(
+        embedded_branch.chunks, distributed_branch.chunks,
+        "the overlay's chunks"
+    );
+    let embedded_catalog = weft_wiring::DataDir::new(embedded_data.path())
+        .open_existing()
+        .unwrap()
+        .catalog;
+    let hidden = |state: Option<weft_core::ports::ProjectState>| {
+        state.and_then(|s| s.overlay).map(|o| (o.base, o.hidden))
+    };
+    assert_eq!(
+        hidden(embedded_catalog.project(overlay).await.unwrap()),
+        Some((
+            PROJECT.to_owned(),
+            vec!["notes.txt".to_owned(), "tools/cache.py".to_owned()]
+        )),
+    );
+    assert_eq!(
+        hidden(catalog.project(overlay).await.unwrap()),
+        hidden(embedded_catalog.project(overlay).await.unwrap()),
+        "the crawler records the same overlay"
+    );
 }

@@ -47,9 +47,13 @@ impl Scope {
         }
     }
 
-    /// Whether the scope covers the project `name`.
+    /// Whether the scope covers the project `name`. A branch overlay
+    /// `P@B` ([`weft_core::overlays`]) is covered by its base `P`: it reads
+    /// `P`'s documents, so a key reads a branch exactly when it reads the
+    /// project.
     pub fn allows_project(&self, name: &str) -> bool {
-        self.projects.as_ref().is_none_or(|p| p.contains(name))
+        let base = weft_core::overlays::split_overlay(name).map_or(name, |(base, _)| base);
+        self.projects.as_ref().is_none_or(|p| p.contains(base))
     }
 
     /// Holds a search to the scope ([`Scope::restrict`] of its filter)
@@ -78,13 +82,13 @@ impl Scope {
             if filter.projects.is_empty() {
                 filter.projects = allowed.iter().cloned().collect();
             } else {
-                weft_core::projects::check_projects(
-                    "projects",
-                    &filter.projects,
-                    &allowed.iter().collect::<Vec<_>>(),
-                    true,
-                )
-                .map_err(|e| AuthError::NotFound(e.unlisted().to_string()))?;
+                let covered: Vec<&String> = filter
+                    .projects
+                    .iter()
+                    .filter(|p| self.allows_project(p))
+                    .collect();
+                weft_core::projects::check_projects("projects", &filter.projects, &covered, true)
+                    .map_err(|e| AuthError::NotFound(e.unlisted().to_string()))?;
             }
         }
         if let Some(allowed) = &self.content_types {
@@ -192,5 +196,32 @@ mod tests {
         };
         scope.restrict(&mut filter).unwrap();
         assert_eq!(filter.projects, ["b"]);
+    }
+
+    #[test]
+    fn a_key_reads_the_branches_of_its_projects_and_no_other_branch() {
+        let scope = Scope {
+            key_id: Some("k".into()),
+            projects: Some(BTreeSet::from(["a".to_owned()])),
+            content_types: None,
+            may_index: false,
+        };
+        assert!(scope.allows_project("a@feature/x"));
+        assert!(!scope.allows_project("b@feature/x"));
+        assert!(!scope.allows_project("ab"));
+        let mut filter = SearchFilter {
+            projects: vec!["a@feature/x".into()],
+            ..Default::default()
+        };
+        scope.restrict(&mut filter).unwrap();
+        let mut filter = SearchFilter {
+            projects: vec!["b@a".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            scope.restrict(&mut filter).unwrap_err().kind(),
+            ErrorKind::NotFound,
+            "b's branch named a is b's"
+        );
     }
 }

@@ -192,7 +192,8 @@ pub const MAX_PROJECT_CHARS: usize = 256;
 
 /// Why `project` cannot be a project name; `None` when it can: not empty
 /// (or blank), at most [`MAX_PROJECT_CHARS`] characters, no control
-/// characters. Every project name that enters weft passes this rule: given
+/// characters, and at most one `@` after its first character, which names
+/// a branch overlay `project@branch` ([`crate::overlays`]). Every project name that enters weft passes this rule: given
 /// to `weft index` or a crawler manifest, or received in a NATS message.
 pub fn project_problem(project: &str) -> Option<String> {
     if project.trim().is_empty() {
@@ -204,7 +205,19 @@ pub fn project_problem(project: &str) -> Option<String> {
             "is {chars} characters long, over the limit of {MAX_PROJECT_CHARS}"
         ));
     }
-    control_character(project)
+    if let Some(problem) = control_character(project) {
+        return Some(problem);
+    }
+    // One `@` after the first character at most: it separates a project
+    // from its branch (`crate::overlays`).
+    if let Some((_, branch)) = crate::overlays::split_overlay(project) {
+        if let Some(problem) = crate::overlays::branch_problem(branch) {
+            return Some(format!("names branch {branch:?}, which {problem}"));
+        }
+    } else if project.len() > 1 && project[1..].ends_with('@') {
+        return Some("ends with '@' (a branch overlay is named project@branch)".into());
+    }
+    None
 }
 
 /// A text's first control character (NUL, line breaks, escapes, DEL, C1),

@@ -12,6 +12,8 @@
 //! - ids and chunks (at the root): [`DocumentId`], [`ChunkId`], [`Chunk`],
 //!   the uri and project rules;
 //! - [`invariants`]: what every chunker's output must satisfy;
+//! - [`overlays`]: branches and worktrees indexed as overlays of a project,
+//!   and what a search of one reads;
 //! - [`ports`]: the traits adapters implement (stores, embedders, rerankers);
 //! - [`generations`]: index generations: the live one, rebuilds, removal;
 //! - [`query`]: the query engine (DESIGN §5) and [`query::RequestBounds`],
@@ -38,6 +40,7 @@ mod error_chain;
 pub mod generations;
 mod ids;
 pub mod invariants;
+pub mod overlays;
 pub mod ports;
 pub mod projects;
 pub mod query;

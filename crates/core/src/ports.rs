@@ -324,6 +324,10 @@ pub struct ProjectState {
     /// (absent in catalogs written before it was recorded).
     #[serde(default)]
     pub indexed_at: Option<u64>,
+    /// For a branch or worktree indexed as an overlay of another project
+    /// (`weft index --branch`): its base and what it hides of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<crate::overlays::Overlay>,
 }
 
 impl ProjectState {

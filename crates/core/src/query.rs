@@ -19,6 +19,7 @@ pub use bounds::{
 };
 
 use crate::chunk::split_camel_case;
+use crate::overlays::HiddenDocuments;
 use crate::ports::{Embedder, PortResult, Reranker, TextIndex, VectorIndex};
 use crate::retrieval::{
     self, AdjacencyConfig, DocumentResult, NeighbourPlan, RetrievalConfig, ScoredChunk,
@@ -84,6 +85,12 @@ pub struct SearchRequest {
     /// partition of callers without a key. A caller never learns from the
     /// cache (`cached_embedding`, `embed_ms`) what another key asked.
     pub cache_partition: Option<String>,
+    /// Documents the search must not return: the base's documents a branch
+    /// overlay it reads changed or deleted ([`crate::overlays::resolve`],
+    /// which every surface calls after its scope). The engine asks the
+    /// stores for as many more hits as these hold chunks, so the list is
+    /// what a search of the branch alone would keep.
+    pub hidden: HiddenDocuments,
 }
 
 /// How long each stage took, in milliseconds.
@@ -192,7 +199,8 @@ impl QueryEngine {
         };
         let mut timings = Timings::default();
         let limit = hits_kept(request);
-        let candidates = (limit * CANDIDATES_PER_HIT).max(self.config.fusion.min_candidates);
+        let wanted = (limit * CANDIDATES_PER_HIT).max(self.config.fusion.min_candidates);
+        let candidates = wanted + request.hidden.chunks;
         let (query_vector, cached) = match request.mode {
             SearchMode::Text => (None, false),
             SearchMode::Hybrid | SearchMode::Vector => {
@@ -224,7 +232,20 @@ impl QueryEngine {
         let (vector_hits, text_hits): (PortResult<Vec<ScoredChunk>>, PortResult<Vec<ScoredChunk>>) =
             futures::join!(vector_search, text_search);
         timings.search_ms = ms(t);
-        let mut hits = retrieval::fuse(vector_hits?, text_hits?, &self.config.fusion);
+        let visible = |hits: PortResult<Vec<ScoredChunk>>| {
+            hits.map(|mut hits| {
+                if !request.hidden.is_empty() {
+                    hits.retain(|h| !request.hidden.documents.contains(&h.chunk.document_id));
+                    hits.truncate(wanted);
+                }
+                hits
+            })
+        };
+        let mut hits = retrieval::fuse(
+            visible(vector_hits)?,
+            visible(text_hits)?,
+            &self.config.fusion,
+        );
         retrieval::apply_boosts(&mut hits, &request.query, &self.config.boosts);
         hits.truncate(limit);
         let plan = if request.expand {

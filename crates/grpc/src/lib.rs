@@ -318,6 +318,13 @@ impl v1::query_service_server::QueryService for QueryServer {
             scope
                 .apply(&mut domain)
                 .map_err(|e| status::auth_status(&e))?;
+            // A branch overlay reads its base, minus what the branch
+            // changed or deleted (the catalog says which).
+            if let Some(catalog) = self.catalog(&pinned).await {
+                domain.hidden = weft_core::overlays::resolve(&*catalog, &mut domain.filter)
+                    .await
+                    .map_err(|e| status::port_status(&e))?;
+            }
             span.set("weft.mode", format!("{:?}", domain.mode));
             span.set("weft.generation", pinned.generation.to_string());
             let result = pinned.engine.search(&domain).await;

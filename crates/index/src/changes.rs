@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use indicatif::ProgressBar;
 use weft_config::{CrawlConfig, SourcesConfig};
+use weft_core::overlays::{self, Overlay};
 use weft_core::ports::{Catalog, DocumentRecord, PortError, ProjectState};
 use weft_core::{DocumentId, IndexIdentity, content_hash};
 
@@ -46,6 +47,14 @@ pub enum PlanError {
         /// The name, as given.
         project: String,
         /// What is wrong with it.
+        problem: String,
+    },
+    /// A branch overlay cannot be planned: its name, or its base project.
+    #[error("--branch {branch}: {problem}")]
+    Branch {
+        /// The branch, as given.
+        branch: String,
+        /// What is wrong.
         problem: String,
     },
     /// The repository could not be cloned, fetched or diffed.
@@ -115,6 +124,16 @@ enum Content {
 struct Listed {
     uri: String,
     content: Content,
+}
+
+/// The project a branch overlay is planned over: its state and its
+/// documents by uri.
+#[derive(Debug, Clone)]
+struct Base {
+    project: String,
+    branch: String,
+    revision: Option<String>,
+    records: HashMap<String, DocumentRecord>,
 }
 
 /// A new or changed document, read, ready to be chunked.
@@ -220,6 +239,13 @@ impl ChangePlanner {
     /// Lists `spec` as `project` and prepares the comparison with what
     /// `catalog` records for the project.
     ///
+    /// A project named `P@B` is branch `B` of `P`, planned as its overlay
+    /// ([`weft_core::overlays`]): `P` must be indexed from the same source;
+    /// a git source checks out `B` and is diffed from `P`'s commit; a
+    /// directory (a worktree) is read whole. A document is new or changed
+    /// only where its content differs from `P`'s; what `P` holds unchanged
+    /// is not read into the overlay.
+    ///
     /// A git source is diffed against the last indexed commit when the
     /// catalog recorded one for the same URL, the commit still exists, no
     /// document is recorded with another identity and the plan is not
@@ -237,6 +263,12 @@ impl ChangePlanner {
                 problem,
             });
         }
+        // `P@B` is branch B of P: planned as an overlay of P.
+        let base = match overlays::split_overlay(project) {
+            Some((base, branch)) => Some(self.base(catalog, spec, base, branch).await?),
+            None => None,
+        };
+        let is_overlay = base.is_some();
         let known: HashMap<DocumentId, DocumentRecord> = catalog
             .documents(Some(project))
             .await?
@@ -265,6 +297,9 @@ impl ChangePlanner {
             options: options.clone(),
             max_file_bytes: self.max_file_bytes,
             checkout: None,
+            base: None,
+            listed_uris: HashSet::new(),
+            hidden: std::collections::BTreeSet::new(),
         };
         let progress = &options.progress;
         let listed: Vec<Listed> = match spec {
@@ -277,22 +312,31 @@ impl ChangePlanner {
                 // Held by the change set while its files are read: the
                 // cache removes no checkout a crawl is reading.
                 let lease = self.checkouts.lease(project);
-                let repo = GitRepo::with_policy(url, lease.dir(), self.git_policy.clone());
+                let repo = GitRepo::with_policy(url, lease.dir(), self.git_policy.clone())
+                    .with_branch(base.as_ref().map(|b| b.branch.clone()));
                 progress.set_message(format!("fetching {}", spec.display()));
                 let head = repo.sync().map_err(git_error)?;
                 lease.record_sync();
                 set.checkout = Some(lease);
                 set.revision = Some(head.clone());
-                let base = previous_state
-                    .filter(|s| s.source == spec.display())
-                    .and_then(|s| s.revision)
+                // An overlay is diffed from its base's commit: the diff is
+                // every file that differs from the base as indexed.
+                let diff_from = match &base {
+                    Some(base) => base.revision.clone(),
+                    None => previous_state
+                        .filter(|s| s.source == spec.display())
+                        .and_then(|s| s.revision),
+                };
+                let diff_from = diff_from
                     .filter(|rev| !options.force && set.outdated == 0 && repo.has_commit(rev));
-                match base {
-                    Some(base) => {
-                        let changes = repo.changes(&base, &head).map_err(git_error)?;
-                        set.complete = false;
+                match diff_from {
+                    Some(diff_from) => {
+                        let changes = repo.changes(&diff_from, &head).map_err(git_error)?;
+                        // An overlay's diff lists all it holds: what it no
+                        // longer lists now reads as the base.
+                        set.complete = is_overlay;
                         set.deleted_uris = changes.deleted;
-                        set.diffed_from = Some(base);
+                        set.diffed_from = Some(diff_from);
                         changes
                             .changed
                             .into_iter()
@@ -347,8 +391,76 @@ impl ChangePlanner {
             uri: l.uri.escape_debug().to_string(),
         }));
         set.listed_count = listed.len();
+        if base.is_some() {
+            set.listed_uris = listed.iter().map(|l| l.uri.clone()).collect();
+        }
+        set.base = base;
         set.listed = listed.into_iter();
         Ok(set)
+    }
+
+    /// The base of the overlay of `branch` over `project`: indexed, from
+    /// the same source, not itself an overlay.
+    async fn base(
+        &self,
+        catalog: &dyn Catalog,
+        spec: &SourceSpec,
+        project: &str,
+        branch: &str,
+    ) -> Result<Base, PlanError> {
+        let problem = |problem: String| PlanError::Branch {
+            branch: branch.to_owned(),
+            problem,
+        };
+        if let Some(p) = overlays::branch_problem(branch) {
+            return Err(problem(format!("the branch name {p}")));
+        }
+        match spec {
+            SourceSpec::Site(_) => {
+                return Err(problem("a documentation site has no branches".into()));
+            }
+            // A directory is the branch's worktree, read as it is on disk:
+            // one with another branch checked out is not that branch.
+            SourceSpec::Dir(dir) => {
+                if let Some(other) = sources::checked_out_branch(dir).filter(|b| b != branch) {
+                    return Err(problem(format!(
+                        "{} has branch {other:?} checked out; check {branch:?} out in a worktree (git worktree add DIR {branch}) and index that, or index the repository's URL (file://…) with --branch",
+                        dir.display()
+                    )));
+                }
+            }
+            SourceSpec::Git(_) => {}
+        }
+        let state = catalog.project(project).await?.ok_or_else(|| {
+            problem(format!(
+                "project {project:?} is not indexed; index its default branch first (weft index {} --project {project})",
+                spec.display()
+            ))
+        })?;
+        if state.overlay.is_some() {
+            return Err(problem(format!(
+                "project {project:?} is itself a branch overlay; name the base project"
+            )));
+        }
+        if matches!(spec, SourceSpec::Git(_)) && state.source != spec.display() {
+            return Err(problem(format!(
+                "project {project:?} was indexed from {}, not from {}",
+                state.source,
+                spec.display()
+            )));
+        }
+        let records = catalog
+            .documents(Some(project))
+            .await?
+            .into_iter()
+            .map(|r| (r.uri.clone(), r))
+            .collect();
+        Ok(Base {
+            project: project.to_owned(),
+            branch: branch.to_owned(),
+            revision: state.revision,
+            records,
+        })
     }
 
     fn walk(&self, root: &Path, set: &mut ChangeSet) -> Vec<Listed> {
@@ -425,6 +537,11 @@ pub struct ChangeSet {
     options: PlanOptions,
     max_file_bytes: u64,
     checkout: Option<sources::CheckoutLease>,
+    /// For a branch overlay: its base, the uris listed, and the base's
+    /// uris it hides (changed), filled as documents are read.
+    base: Option<Base>,
+    listed_uris: HashSet<String>,
+    hidden: std::collections::BTreeSet<String>,
 }
 
 impl ChangeSet {
@@ -440,7 +557,38 @@ impl ChangeSet {
             source: self.source.clone(),
             revision: self.revision.clone(),
             indexed_at: ProjectState::now(),
+            overlay: self.overlay(),
         }
+    }
+
+    /// For a branch overlay, what it is over and what it hides of its
+    /// base: the base's documents it changed, and those it deleted (for a
+    /// whole listing, every base document not listed; for a diff, the
+    /// deleted paths). Complete once the iteration has ended.
+    pub fn overlay(&self) -> Option<Overlay> {
+        let base = self.base.as_ref()?;
+        let mut hidden = self.hidden.clone();
+        if self.diffed_from.is_none() {
+            hidden.extend(
+                base.records
+                    .keys()
+                    .filter(|uri| !self.listed_uris.contains(*uri))
+                    .cloned(),
+            );
+        } else {
+            hidden.extend(
+                self.deleted_uris
+                    .iter()
+                    .filter(|uri| base.records.contains_key(*uri))
+                    .cloned(),
+            );
+        }
+        Some(Overlay {
+            base: base.project.clone(),
+            branch: base.branch.clone(),
+            base_revision: base.revision.clone(),
+            hidden: hidden.into_iter().collect(),
+        })
     }
 
     /// The catalogued documents the source no longer has: for a whole
@@ -505,6 +653,20 @@ impl Iterator for ChangeSet {
             Content::Fetched { media_type, body } => (body, media_type),
         };
         let hash = content_hash(&content);
+        if let Some(base) = &self.base {
+            match base.records.get(&uri) {
+                // The base's own content: read through the overlay from
+                // the base, so the overlay keeps no copy.
+                Some(r) if r.content_hash == hash => {
+                    self.seen.remove(&document_id);
+                    return Some(Change::Unchanged { uri });
+                }
+                Some(_) => {
+                    self.hidden.insert(uri.clone());
+                }
+                None => {}
+            }
+        }
         let previous = self.known.get(&document_id);
         if previous.is_some_and(|r| self.up_to_date(r, &hash)) {
             return Some(Change::Unchanged { uri });

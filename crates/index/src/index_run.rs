@@ -35,7 +35,7 @@ pub struct RunSource {
 }
 
 /// How the run treats the index.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Cut and write every document of the sources again (`--reindex`): a
     /// new generation, switched to when complete. With another embedding
@@ -48,6 +48,9 @@ pub struct RunOptions {
     /// A token budget for this run, over `embedding.max_embed_tokens`: a
     /// run that would embed more is refused before it embeds anything.
     pub max_embed_tokens: Option<u64>,
+    /// Branch overlays (`P@B`, [`weft_core::overlays`]) to drop before the
+    /// sources are indexed: their chunks and records go; their base stays.
+    pub drop: Vec<String>,
 }
 
 /// Which git a run's sources may use.
@@ -244,7 +247,7 @@ async fn embedded(
     on_summary: &mut (dyn FnMut(&IndexSummary) + Send),
 ) -> Result<RunOutcome, RunError> {
     let embedder = wiring::embedder(config, locations, Load::WhenNeeded).await?;
-    let model_changed = model_changed(data, &*embedder, options)?;
+    let model_changed = model_changed(data, &*embedder, &options)?;
     let registry = FileRegistry::new(data.clone());
     let stores = DataDirStores::new(data.clone(), &config.stores);
     // No grace period: a reader's lease keeps the generation it reads.
@@ -301,7 +304,7 @@ async fn embedded(
 fn model_changed(
     data: &DataDir,
     embedder: &dyn Embedder,
-    options: RunOptions,
+    options: &RunOptions,
 ) -> Result<bool, RunError> {
     let live_meta = data.meta()?;
     let changed = live_meta
@@ -358,6 +361,7 @@ impl EmbeddedRun<'_> {
         )?
         .with_git_policy(options.git.policy(self.config)?);
         let reindex = options.rebuild && !self.model_changed;
+        drop_each(&indexer, &options.drop, on_summary, &mut outcome).await;
         index_each(
             &indexer,
             &sources,
@@ -379,7 +383,7 @@ impl EmbeddedRun<'_> {
         };
         stores.vectors.commit().await?;
         stores.text.commit().await?;
-        self.check_projects(&stores).await?;
+        self.check_projects(&stores, &outcome).await?;
         let counts = GenerationCounts::of(&stores).await?;
         // Every handle closed before the switch, so readers can open it.
         drop(stores);
@@ -426,20 +430,28 @@ impl EmbeddedRun<'_> {
         Ok(indexer.written_stores().cloned())
     }
 
-    /// A generation never goes live without a project the live one has (no
-    /// command removes projects: losing one is a bug or a cut-short copy).
-    async fn check_projects(&self, stores: &Stores) -> Result<(), RunError> {
+    /// A generation never goes live without a project the live one has
+    /// (no command removes projects: losing one is a bug or a cut-short
+    /// copy), but for the branch overlays the run dropped.
+    async fn check_projects(&self, stores: &Stores, outcome: &RunOutcome) -> Result<(), RunError> {
         let Some(live) = &self.build.live else {
             return Ok(());
         };
         let before = project_names(live)?;
-        let after: HashSet<String> = stores
+        let mut after: HashSet<String> = stores
             .catalog
             .projects()
             .await?
             .into_iter()
             .map(|(name, _)| name)
             .collect();
+        after.extend(
+            outcome
+                .summaries
+                .iter()
+                .filter(|s| s.overlay.as_ref().is_some_and(|o| o.dropped))
+                .map(|s| s.project.clone()),
+        );
         match before.iter().find(|p| !after.contains(*p)) {
             Some(missing) => Err(RunError::Project {
                 project: missing.clone(),
@@ -525,6 +537,25 @@ async fn index_each(
     }
 }
 
+/// Drops each branch overlay of `projects` with `indexer`, recording each
+/// summary (shown to `on_summary`) or failure in `outcome`.
+async fn drop_each(
+    indexer: &Indexer,
+    projects: &[String],
+    on_summary: &mut (dyn FnMut(&IndexSummary) + Send),
+    outcome: &mut RunOutcome,
+) {
+    for project in projects {
+        match indexer.drop_overlay(project).await {
+            Ok(summary) => {
+                on_summary(&summary);
+                outcome.summaries.push(summary);
+            }
+            Err(e) => outcome.failed.push((project.clone(), e)),
+        }
+    }
+}
+
 /// The projects a generation's catalog records (read from a copy: a reader
 /// may hold it open).
 fn project_names(generation: &wiring::GenerationDir) -> Result<HashSet<String>, RunError> {
@@ -586,7 +617,10 @@ async fn add_live_projects(
                 .unwrap_or_else(|| s.spec.default_project())
         })
         .collect();
-    for (project, state) in projects {
+    // A branch overlay is planned over its base: bases first.
+    let (bases, overlays): (Vec<_>, Vec<_>) =
+        projects.into_iter().partition(|(_, s)| s.overlay.is_none());
+    for (project, state) in bases.into_iter().chain(overlays) {
         if named.contains(&project) {
             continue;
         }
@@ -621,6 +655,7 @@ async fn in_place(
     let indexer = Indexer::new(stores, embedder, config, data.sources_dir())?
         .with_git_policy(options.git.policy(config)?);
     let mut outcome = RunOutcome::default();
+    drop_each(&indexer, &options.drop, on_summary, &mut outcome).await;
     index_each(
         &indexer,
         &sources,

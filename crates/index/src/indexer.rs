@@ -7,8 +7,8 @@ use indicatif::ProgressBar;
 use serde::Serialize;
 use weft_chunking::Chunker;
 use weft_config::{InvalidSetting, WeftConfig};
-use weft_core::IndexIdentity;
 use weft_core::ports::{Catalog, Embedder, PortError};
+use weft_core::{DocumentId, IndexIdentity};
 
 use crate::Issue;
 use crate::changes::{ChangePlanner, ChangeSet, ChangedDocument, Compare, PlanError, PlanOptions};
@@ -206,6 +206,26 @@ pub struct IndexSummary {
     pub embedding_ms: u64,
     /// Wall time.
     pub elapsed_ms: u64,
+    /// For a branch overlay (`P@B`): its base, and what it hides of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<OverlaySummary>,
+}
+
+/// What a run did to a branch overlay ([`weft_core::overlays`]).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OverlaySummary {
+    /// The project it overlays.
+    pub base: String,
+    /// The branch.
+    pub branch: String,
+    /// The base commit the branch was compared with (git sources).
+    pub base_revision: Option<String>,
+    /// How many of the base's documents it hides: changed or deleted on
+    /// the branch.
+    pub hidden: usize,
+    /// Whether the overlay was dropped (asked for, or its branch is gone
+    /// from the remote): its chunks and records removed, its base intact.
+    pub dropped: bool,
 }
 
 impl IndexSummary {
@@ -371,10 +391,23 @@ impl Indexer {
             force: options.reindex,
             progress: options.progress.clone(),
         };
-        let mut changes = self
+        let planned = self
             .planner
             .plan(&**self.catalog(), spec, &project, &plan)
-            .await?;
+            .await;
+        let mut changes = match planned {
+            // A branch deleted on the remote: its overlay goes with it.
+            Err(PlanError::Git {
+                error: weft_sources::GitError::NoBranch { .. },
+                ..
+            }) if self.catalog().project(&project).await?.is_some() => {
+                tracing::info!(project = %project, "the branch is gone from the remote: dropping its overlay");
+                let mut summary = self.drop_overlay(&project).await?;
+                summary.source = spec.display();
+                return Ok(summary);
+            }
+            planned => planned?,
+        };
         if changes.outdated > 0 {
             tracing::info!(
                 project = %project,
@@ -461,9 +494,61 @@ impl Indexer {
                 .put_project(&project, &changes.project_state())
                 .await?;
         }
+        summary.overlay = changes.overlay().map(|o| OverlaySummary {
+            hidden: o.hidden.len(),
+            base: o.base,
+            branch: o.branch,
+            base_revision: o.base_revision,
+            dropped: false,
+        });
         summary.elapsed_ms = started.elapsed().as_millis() as u64;
         progress.finish_and_clear();
         Ok(summary)
+    }
+
+    /// Drops the branch overlay `project` (`P@B`): its chunks from both
+    /// indexes, its document records and its project record. Its base is
+    /// not touched. A project that is not an overlay is refused.
+    pub async fn drop_overlay(&self, project: &str) -> Result<IndexSummary, IndexError> {
+        let started = Instant::now();
+        let refuse = |problem: String| {
+            IndexError::Plan(PlanError::Project {
+                project: project.to_owned(),
+                problem,
+            })
+        };
+        let state = self
+            .catalog()
+            .project(project)
+            .await?
+            .ok_or_else(|| refuse("is not indexed".into()))?;
+        let overlay = state.overlay.ok_or_else(|| {
+            refuse("is not a branch overlay (project@branch); only overlays are dropped".into())
+        })?;
+        let stores = self.stores().await?;
+        let records = stores.catalog.documents(Some(project)).await?;
+        stores.vectors.delete_project(project).await?;
+        stores.text.delete_project(project).await?;
+        stores.vectors.commit().await?;
+        stores.text.commit().await?;
+        let ids: Vec<DocumentId> = records.iter().map(|r| r.document_id.clone()).collect();
+        stores.catalog.remove_documents(&ids).await?;
+        stores.catalog.remove_project(project).await?;
+        Ok(IndexSummary {
+            project: project.to_owned(),
+            source: state.source,
+            documents_deleted: records.len(),
+            chunks_deleted: records.iter().map(|r| r.chunk_count as usize).sum(),
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            overlay: Some(OverlaySummary {
+                hidden: overlay.hidden.len(),
+                base: overlay.base,
+                branch: overlay.branch,
+                base_revision: overlay.base_revision,
+                dropped: true,
+            }),
+            ..Default::default()
+        })
     }
 
     async fn flush(

@@ -50,6 +50,6 @@ pub use generations::{GenerationManager, GenerationStores, GenerationsError};
 pub use index_run::{
     GenerationOutcome, GitTrust, RunError, RunOptions, RunOutcome, RunSource, index_sources,
 };
-pub use indexer::{IndexError, IndexOptions, IndexSummary, Indexer, OpenIndexes};
+pub use indexer::{IndexError, IndexOptions, IndexSummary, Indexer, OpenIndexes, OverlaySummary};
 pub use weft_sources::Issue;
 pub use writer::{DocumentUpdate, IndexWriter, UpdateContent, WriteStats};

@@ -166,10 +166,12 @@ impl Backend for EmbeddedBackend {
 
     async fn search(&self, request: &SearchRequest) -> Result<Vec<DocumentResult>, BackendError> {
         let parts = self.parts()?;
-        let request = SearchRequest {
+        let mut request = SearchRequest {
             rerank: request.rerank && parts.engine.has_reranker(),
             ..request.clone()
         };
+        // A branch overlay reads its base, minus what the branch changed.
+        request.hidden = weft_core::overlays::resolve(&*parts.catalog, &mut request.filter).await?;
         Ok(parts.engine.search(&request).await?.results)
     }
 

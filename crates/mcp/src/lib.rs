@@ -324,6 +324,7 @@ fn search_request(
         max_tokens: Some(max_tokens),
         // Set by the caller's scope (`Scope::apply`).
         cache_partition: None,
+        hidden: Default::default(),
     };
     let mut request = request
         .checked(bounds)

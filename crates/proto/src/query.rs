@@ -140,6 +140,7 @@ pub fn search_request(
         max_tokens: request.max_tokens.map(|n| n as usize),
         // The server sets it from the caller's key, never the wire.
         cache_partition: None,
+        hidden: Default::default(),
     })
 }
 
@@ -472,6 +473,7 @@ mod tests {
             rerank: true,
             max_tokens: Some(2000),
             cache_partition: Some("a-key".into()),
+            hidden: Default::default(),
         };
         let back = search_request(
             v1::SearchRequest::from(&domain),

@@ -59,6 +59,14 @@ pub enum GitError {
         /// Why.
         reason: String,
     },
+    /// The remote has no such branch (deleted, or never pushed).
+    #[error("{url} has no branch {branch:?}")]
+    NoBranch {
+        /// The URL, credentials redacted.
+        url: String,
+        /// The branch asked for.
+        branch: String,
+    },
     /// The repository names a path that would leave the checkout.
     #[error("{url}: the repository has a path that would leave the checkout: {path:?}")]
     UnsafePath {
@@ -163,6 +171,7 @@ pub struct GitRepo {
     url: String,
     dir: PathBuf,
     policy: GitPolicy,
+    branch: Option<String>,
 }
 
 impl fmt::Debug for GitRepo {
@@ -171,6 +180,7 @@ impl fmt::Debug for GitRepo {
             .field("url", &redact_url(&self.url))
             .field("dir", &self.dir)
             .field("policy", &self.policy)
+            .field("branch", &self.branch)
             .finish()
     }
 }
@@ -211,7 +221,16 @@ impl GitRepo {
             url: url.to_owned(),
             dir: dir.to_owned(),
             policy,
+            branch: None,
         }
+    }
+
+    /// The same checkout, of `branch` instead of the remote's default
+    /// branch. The name must pass [`weft_core::overlays::branch_problem`]
+    /// (it is checked again by [`GitRepo::sync`]).
+    pub fn with_branch(mut self, branch: Option<String>) -> Self {
+        self.branch = branch;
+        self
     }
 
     /// The URL with any credentials redacted: what may be logged or stored.
@@ -224,17 +243,46 @@ impl GitRepo {
         &self.dir
     }
 
-    /// Clones or fetches, checks out the remote's default branch, and
-    /// returns its commit. The URL is checked against the policy first.
+    /// Clones or fetches, checks out the remote's default branch (or the
+    /// branch [`GitRepo::with_branch`] names), and returns its commit. The
+    /// URL is checked against the policy first. A branch the remote does
+    /// not have is [`GitError::NoBranch`].
     pub fn sync(&self) -> Result<String, GitError> {
         let remote = self.remote()?;
+        if let Some(problem) = self
+            .branch
+            .as_deref()
+            .and_then(weft_core::overlays::branch_problem)
+        {
+            return Err(GitError::Refused {
+                url: self.display_url(),
+                reason: format!("branch {problem}"),
+            });
+        }
+        let wanted = match &self.branch {
+            Some(branch) => format!("refs/heads/{branch}"),
+            None => "HEAD".to_owned(),
+        };
+        let no_branch = |e: GitError| match (&e, &self.branch) {
+            (GitError::Failed { stderr, .. }, Some(branch))
+                if stderr.contains("couldn't find remote ref")
+                    || stderr.contains("not found in upstream") =>
+            {
+                GitError::NoBranch {
+                    url: self.display_url(),
+                    branch: branch.clone(),
+                }
+            }
+            _ => e,
+        };
         let pins = self.check_network(&remote)?;
         let network = |command: &mut Command| self.network_settings(command, &remote, &pins);
         if self.dir.join(".git").exists() {
             // The origin URL never holds credentials (older checkouts may).
             self.run(&["remote", "set-url", "origin", &remote.url], |_| {})?;
             self.run(&["config", "core.symlinks", "false"], |_| {})?;
-            self.run(&["fetch", "--quiet", "origin", "HEAD"], network)?;
+            self.run(&["fetch", "--quiet", "origin", &wanted], network)
+                .map_err(no_branch)?;
             // A partial clone fetches the blobs it checks out here: with the
             // same settings (credentials, pinned addresses) as the fetch.
             self.run(&["reset", "--quiet", "--hard", "FETCH_HEAD"], network)?;
@@ -259,8 +307,11 @@ impl GitRepo {
             if matches!(remote.transport, "https" | "http" | "file") {
                 args.push("--filter=blob:none");
             }
+            if let Some(branch) = &self.branch {
+                args.extend(["--branch", branch]);
+            }
             args.extend(["--config", "core.symlinks=false", "--", &remote.url, &dir]);
-            self.run_in(None, &args, network)?;
+            self.run_in(None, &args, network).map_err(no_branch)?;
         }
         self.head()
     }
@@ -534,6 +585,27 @@ impl GitRepo {
 
 /// Whether `path` (relative, `/`-separated, as git prints it) stays inside
 /// the directory it is joined to: not empty, not absolute, no NUL, no
+/// The branch checked out in the git work tree `dir` (a clone or a
+/// worktree), if it is one and a branch is checked out (not a detached
+/// head). Runs the user's own `git`, locally: nothing is fetched.
+pub fn checked_out_branch(dir: &Path) -> Option<String> {
+    if !dir.join(".git").exists() {
+        return None;
+    }
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["symbolic-ref", "--quiet", "--short", "HEAD"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        .filter(|b| !b.is_empty())
+}
+
 /// `.`/`..` or empty component (on Windows, `\\` and `:` separate too).
 /// Other characters, control characters included, are legal file names
 /// that cannot move a path.

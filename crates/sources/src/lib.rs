@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 
 pub use checkouts::{CheckoutCache, CheckoutLease, disk_usage};
 pub use dir::{DirSelection, FileIdentity, Walk, read_listed_file, walk_dir};
-pub use git::{GitChanges, GitError, GitPolicy, GitRepo, is_safe_relative_path, redact_url};
+pub use git::{
+    GitChanges, GitError, GitPolicy, GitRepo, checked_out_branch, is_safe_relative_path, redact_url,
+};
 pub use site::{CrawlError, CrawledPage, crawl, crawl_with};
 
 /// A document that was skipped or failed, and why.

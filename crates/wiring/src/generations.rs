@@ -181,11 +181,51 @@ pub(crate) fn copy_tree(from: &Path, to: &Path, skip: &[&str]) -> Result<u64, Da
         if kind.is_dir() {
             bytes += copy_tree(&source, &target, &[])?;
         } else if kind.is_file() {
-            bytes += std::fs::copy(&source, &target).map_err(|e| io_error(&source, e))?;
+            bytes += copy_sparse(&source, &target).map_err(|e| io_error(&source, e))?;
         }
         // Stores make no symlinks; anything else is not copied.
     }
     Ok(bytes)
+}
+
+/// Copies the file `from` to `to`, leaving runs of zeros as holes: the
+/// vector index preallocates its files (sparse, mostly zeros), and a plain
+/// copy would write every zero, so each generation would take the whole
+/// preallocated size on disk. Returns the file's length.
+fn copy_sparse(from: &Path, to: &Path) -> std::io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    const BLOCK: usize = 64 * 1024;
+    let mut source = std::fs::File::open(from)?;
+    let mut target = std::fs::File::create(to)?;
+    let mut block = vec![0u8; BLOCK];
+    let mut length = 0u64;
+    loop {
+        // Fill the block (a short read is not the end of the file).
+        let mut filled = 0;
+        while filled < BLOCK {
+            match source.read(&mut block[filled..])? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        if filled == 0 {
+            break;
+        }
+        let data = &block[..filled];
+        if data.iter().all(|b| *b == 0) {
+            target.seek(SeekFrom::Current(filled as i64))?;
+        } else {
+            target.write_all(data)?;
+        }
+        length += filled as u64;
+        if filled < BLOCK {
+            break;
+        }
+    }
+    // Trailing holes: the length is set, not written.
+    target.set_len(length)?;
+    target.set_permissions(source.metadata()?.permissions())?;
+    Ok(length)
 }
 
 /// Syncs every file and directory under `path` to disk (files copied into
@@ -310,6 +350,33 @@ impl GenerationBuild {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_keeps_the_bytes_and_leaves_zeros_as_holes() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (from, to) = (dir.path().join("a"), dir.path().join("b"));
+        // 8 MiB preallocated, data at the start, the middle and the end.
+        let mut bytes = vec![0u8; 8 << 20];
+        bytes[..100].fill(7);
+        bytes[4 << 20..(4 << 20) + 70_000].fill(9);
+        let end = bytes.len();
+        bytes[end - 3..].fill(1);
+        std::fs::write(&from, &bytes).unwrap();
+        let length = copy_sparse(&from, &to).unwrap();
+        assert_eq!(length, bytes.len() as u64);
+        assert_eq!(std::fs::read(&to).unwrap(), bytes);
+        // Blocks of 512 bytes: a few 64 KiB blocks hold data, not 8 MiB.
+        assert!(
+            std::fs::metadata(&to).unwrap().blocks() * 512 < 1 << 20,
+            "{} bytes on disk",
+            std::fs::metadata(&to).unwrap().blocks() * 512
+        );
+        // Ending in zeros: the length is kept.
+        std::fs::write(&from, [1u8, 0, 0, 0]).unwrap();
+        assert_eq!(copy_sparse(&from, &to).unwrap(), 4);
+        assert_eq!(std::fs::read(&to).unwrap(), [1, 0, 0, 0]);
+    }
 
     #[test]
     fn the_record_is_replaced_whole_and_changes_are_not_lost() {

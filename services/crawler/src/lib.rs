@@ -99,6 +99,10 @@ pub enum CrawlError {
 /// project = "guava"              # default: derived from the source
 ///
 /// [[sources]]
+/// source = "https://github.com/acme/app.git"
+/// branches = ["release-2.x"]      # each as an overlay app@release-2.x
+///
+/// [[sources]]
 /// source = "https://nodejs.org/docs/latest-v18.x/api/"
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -117,10 +121,17 @@ pub struct ManifestEntry {
     pub source: String,
     /// The project; default: derived from the source.
     pub project: Option<String>,
+    /// Branches of a git repository besides its default branch, each
+    /// crawled as an overlay `project@branch` ([`weft_core::overlays`])
+    /// after the projects: only what differs from the project is published.
+    #[serde(default)]
+    pub branches: Vec<String>,
 }
 
 impl Manifest {
     /// Reads and checks a manifest; errors name the file and the entry.
+    /// Each branch an entry lists follows as its own work item, with the
+    /// overlay's name as its project.
     pub fn load(path: &Path) -> Result<Vec<(SourceSpec, String)>, CrawlError> {
         let err = |message: String| CrawlError::Manifest {
             path: path.to_owned(),
@@ -139,7 +150,7 @@ impl Manifest {
         if manifest.sources.is_empty() {
             return Err(err("lists no [[sources]]".into()));
         }
-        manifest
+        let entries: Vec<(SourceSpec, String)> = manifest
             .sources
             .iter()
             .enumerate()
@@ -178,9 +189,32 @@ impl Manifest {
                 if project.trim().is_empty() {
                     return Err(err(format!("sources[{i}].project: must not be empty")));
                 }
-                Ok((spec, project))
+                if let Some((base, branch)) = weft_core::overlays::split_overlay(&project) {
+                    return Err(err(format!(
+                        "sources[{i}].project: {project:?} names a branch overlay; write project = {base:?} and branches = [{branch:?}]"
+                    )));
+                }
+                if !entry.branches.is_empty() && !matches!(spec, SourceSpec::Git(_)) {
+                    return Err(err(format!(
+                        "sources[{i}].branches: only a git repository has branches"
+                    )));
+                }
+                for (j, branch) in entry.branches.iter().enumerate() {
+                    if let Some(problem) = weft_core::overlays::branch_problem(branch) {
+                        return Err(err(format!("sources[{i}].branches[{j}]: {branch:?} {problem}")));
+                    }
+                }
+                Ok(std::iter::once((spec.clone(), project.clone()))
+                    .chain(entry.branches.iter().map(move |b| {
+                        (spec.clone(), weft_core::overlays::overlay_name(&project, b))
+                    }))
+                    .collect::<Vec<_>>())
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        Ok(entries)
     }
 }
 
@@ -364,10 +398,22 @@ impl Crawler {
             force: options.reindex,
             progress: options.progress.clone(),
         };
-        let mut changes = self
+        let planned = self
             .planner
             .plan(&target.catalog, spec, project, &plan)
-            .await?;
+            .await;
+        let mut changes = match planned {
+            // A branch deleted on the remote: its overlay goes with it.
+            Err(PlanError::Git {
+                error: weft_sources::GitError::NoBranch { .. },
+                ..
+            }) if weft_core::overlays::split_overlay(project).is_some()
+                && target.catalog.project(project).await?.is_some() =>
+            {
+                return self.drop_overlay(spec, project, target, started).await;
+            }
+            planned => planned?,
+        };
         let mut summary = SourceSummary {
             project: project.to_owned(),
             source: changes.source.clone(),
@@ -451,6 +497,48 @@ impl Crawler {
                 .inc_by(n as u64);
         }
         Ok(summary)
+    }
+
+    /// Drops the overlay `project` of a branch gone from the remote: a
+    /// deletion of each of its documents is published (the embedders
+    /// delete their chunks and records) and its project record removed.
+    async fn drop_overlay(
+        &self,
+        spec: &SourceSpec,
+        project: &str,
+        target: &Target,
+        started: Instant,
+    ) -> Result<SourceSummary, CrawlError> {
+        tracing::info!(
+            project,
+            "the branch is gone from the remote: dropping its overlay"
+        );
+        let mut acks = Vec::new();
+        let records = target.catalog.documents(Some(project)).await?;
+        for record in &records {
+            let message = v1::Document {
+                project: project.to_owned(),
+                uri: record.uri.clone(),
+                document_id: record.document_id.as_str().to_owned(),
+                content: None,
+                content_hash: String::new(),
+                media_type: String::new(),
+                revision: String::new(),
+                generation: target.generation,
+            };
+            acks.push(self.publish(&message).await?);
+        }
+        for ack in acks {
+            ack.await?;
+        }
+        target.catalog.remove_project(project).await?;
+        Ok(SourceSummary {
+            project: project.to_owned(),
+            source: spec.display(),
+            documents_deleted: records.len(),
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            ..Default::default()
+        })
     }
 
     async fn publish(

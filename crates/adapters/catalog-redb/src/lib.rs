@@ -412,6 +412,7 @@ mod tests {
                 source: "https://example.com/repo.git".into(),
                 revision: Some("abc123".into()),
                 indexed_at: Some(1_700_000_000),
+                overlay: None,
             };
             catalog.put_project("repo", &state).unwrap();
             catalog

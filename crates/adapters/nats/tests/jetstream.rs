@@ -76,6 +76,7 @@ async fn the_catalog_bucket_is_a_catalog() {
         source: "https://example.com/x.git".into(),
         revision: Some("abc".into()),
         indexed_at: None,
+        overlay: None,
     };
     catalog.put_project("org/repo name", &state).await.unwrap();
     assert_eq!(

@@ -110,7 +110,14 @@ impl Crawler {
             "crawl job"
         );
         let target = self.target(generation).await?;
-        let results = self.crawl_all(todo, &target, &book, options).await;
+        // Branch overlays are compared with their projects: projects first.
+        let (overlays, bases): (Vec<_>, Vec<_>) = todo
+            .into_iter()
+            .partition(|(_, project)| weft_core::overlays::split_overlay(project).is_some());
+        let mut results = self.crawl_all(bases, &target, &book, options).await;
+        if !overlays.is_empty() {
+            results.extend(self.crawl_all(overlays, &target, &book, options).await);
+        }
         self.jet().flush().await?;
         let mut summary = JobSummary::new(
             runs.key().to_owned(),
