@@ -278,7 +278,7 @@ pub fn print_summary(s: &IndexSummary, data_dir: &Path) -> anyhow::Result<()> {
         } else {
             writeln!(
                 out,
-                "  branch {} over {}{}: holds the files that differ from it; hides {} of its documents (changed or deleted); search with --project {}",
+                "  branch {} over {}{}: holds the files that differ from it; hides it at {} paths (changed, added or deleted); search with --project {}",
                 o.branch,
                 o.base,
                 o.base_revision

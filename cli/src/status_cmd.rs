@@ -81,6 +81,9 @@ struct ProjectStatus {
     revision: Option<String>,
     documents: usize,
     chunks: u64,
+    /// For a branch overlay: its base, branch and what it hides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    overlay: Option<weft_core::overlays::Overlay>,
 }
 
 /// Chunks counted by each store.
@@ -147,6 +150,7 @@ pub fn gather(ctx: &Context) -> anyhow::Result<Status> {
                 name,
                 source: state.source,
                 revision: state.revision,
+                overlay: state.overlay,
             }
         })
         .collect();
@@ -270,6 +274,16 @@ impl fmt::Display for Status {
                 "  {:<24} {:>7} documents {:>8} chunks  {}{revision}",
                 p.name, p.documents, p.chunks, p.source
             )?;
+            if let Some(o) = &p.overlay {
+                writeln!(
+                    f,
+                    "  {:<24} branch {} over {}: hides it at {} paths (changed, added or deleted)",
+                    "",
+                    o.branch,
+                    o.base,
+                    o.hidden.len()
+                )?;
+            }
         }
         self.disk.fmt(f)
     }

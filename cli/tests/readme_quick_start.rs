@@ -452,7 +452,7 @@ fn the_branch_examples_run_as_written() {
         overlay.starts_with("app@feature: 19 documents seen, 1 indexed, 18 unchanged"),
         "{overlay}"
     );
-    assert!(overlay.contains("hides 1 of its documents"), "{overlay}");
+    assert!(overlay.contains("hides it at 1 paths"), "{overlay}");
     let mut search = commands[2].clone();
     search.push("--json".into());
     let found: serde_json::Value =

@@ -398,7 +398,7 @@ async fn embedded_and_distributed_indexing_agree() {
     );
     let branch: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(branch["runs"][0]["documents_indexed"], 2, "{branch}");
-    assert_eq!(branch["runs"][0]["overlay"]["hidden"], 2, "{branch}");
+    assert_eq!(branch["runs"][0]["overlay"]["hidden"], 3, "{branch}");
     let embedded_branch = snapshot_of(None, embedded_data.path(), overlay).await;
     assert_eq!(embedded_branch.records.len(), 2);
 
@@ -454,7 +454,9 @@ async fn embedded_and_distributed_indexing_agree() {
         hidden(embedded_catalog.project(overlay).await.unwrap()),
         Some((
             PROJECT.to_owned(),
-            vec!["notes.txt".to_owned(), "tools/cache.py".to_owned()]
+            ["notes.txt", "tools/cache.py", "web/extra.ts"]
+                .map(String::from)
+                .to_vec()
         )),
     );
     assert_eq!(

@@ -31,8 +31,8 @@ pub struct Overlay {
     /// The base's commit the overlay was compared with, for git sources.
     #[serde(default)]
     pub base_revision: Option<String>,
-    /// Uris of the base's documents the branch changed or deleted: never
-    /// read through the overlay. Sorted.
+    /// Paths the branch changed, added or deleted: the base's documents
+    /// at these paths are never read through the overlay. Sorted.
     #[serde(default)]
     pub hidden: Vec<String>,
 }

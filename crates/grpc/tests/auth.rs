@@ -31,6 +31,10 @@ const ALPHA_GUIDE: &str = "# Guide\n\nHow to run the alpha demo.\n\n## Installin
 /// Project beta: the same path, other text, and a secret of its own.
 const BETA_GUIDE: &str = "# Guide\n\nHow to run the beta payroll system.\n\n## Deployment\n\nDeploy the beta payroll service from the vault; the deployment key is rotated monthly.\n\n## Payroll export\n\nThe quarterly payroll export holds every salary in the company.\n";
 
+/// Branch `next` of alpha, a worktree: Throttle.java rewritten, the guide
+/// deleted.
+const THROTTLE_NEXT: &str = "package demo;\n\n/** Hands out permits with a sliding window of recent calls. */\npublic final class Throttle {\n  private final java.util.ArrayDeque<Long> calls = new java.util.ArrayDeque<>();\n\n  /** Blocks until the window has room, then records the call. */\n  public void acquirePermit() {\n    calls.addLast(System.nanoTime());\n  }\n}\n";
+
 /// The canary words only beta's documents hold.
 const BETA_ONLY: &[&str] = &["payroll", "salary"];
 
@@ -45,9 +49,11 @@ struct Fixture {
 /// Indexes alpha and beta into one fresh data directory.
 async fn index_two_projects() -> (tempfile::TempDir, Vec<tempfile::TempDir>) {
     let alpha = tempfile::tempdir().unwrap();
+    let alpha_next = tempfile::tempdir().unwrap();
     let beta = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     std::fs::write(alpha.path().join("Throttle.java"), THROTTLE).unwrap();
+    std::fs::write(alpha_next.path().join("Throttle.java"), THROTTLE_NEXT).unwrap();
     std::fs::write(alpha.path().join("guide.md"), ALPHA_GUIDE).unwrap();
     std::fs::write(beta.path().join("guide.md"), BETA_GUIDE).unwrap();
     let config = weft_config::WeftConfig::default();
@@ -58,7 +64,11 @@ async fn index_two_projects() -> (tempfile::TempDir, Vec<tempfile::TempDir>) {
         .open_for(model.model_id(), model.dimension())
         .unwrap();
     let indexer = Indexer::new(stores, model.clone(), &config, data.path().join("s")).unwrap();
-    for (dir, project, count) in [(&alpha, "alpha", 2), (&beta, "beta", 1)] {
+    for (dir, project, count) in [
+        (&alpha, "alpha", 2),
+        (&beta, "beta", 1),
+        (&alpha_next, "alpha@next", 1),
+    ] {
         let summary = indexer
             .index(
                 &SourceSpec::Dir(dir.path().to_owned()),
@@ -71,7 +81,7 @@ async fn index_two_projects() -> (tempfile::TempDir, Vec<tempfile::TempDir>) {
             .unwrap();
         assert_eq!(summary.documents_indexed, count, "{summary:#?}");
     }
-    (data, vec![alpha, beta])
+    (data, vec![alpha, alpha_next, beta])
 }
 
 fn write_keys(path: &Path, entries: &[KeyEntry]) {
@@ -704,7 +714,7 @@ async fn unknown_and_out_of_scope_projects_are_answered_alike_within_the_keys_sc
         assert!(
             status
                 .message()
-                .ends_with("; indexed projects this caller may read: alpha"),
+                .ends_with("; indexed projects this caller may read: alpha, alpha@next"),
             "{status:?}"
         );
     }
@@ -727,10 +737,91 @@ async fn unknown_and_out_of_scope_projects_are_answered_alike_within_the_keys_sc
     assert_eq!(
         status.message(),
         "weft.v1.SearchRequest.projects: project \"betta\" is not indexed \
-         (did you mean \"beta\"?); indexed projects: alpha, beta"
+         (did you mean \"beta\"?); indexed projects: alpha, alpha@next, beta"
     );
     println!("admin key, betta: {:?} {}", status.code(), status.message());
     assert!(!ask(&all.key, &["beta"]).await.unwrap().results.is_empty());
+    fixture.stop().await;
+}
+
+/// A branch overlay over gRPC: alpha's key reads `alpha@next` (the branch's
+/// Throttle.java and none of alpha's: the guide the branch deleted and the
+/// Throttle it rewrote stay hidden); beta's key is told it does not exist;
+/// a search of every project reads no branch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_branch_is_read_through_its_project_and_its_key() {
+    let alpha = auth::mint("alpha-reader", vec!["alpha".into()], vec![]).unwrap();
+    let beta = auth::mint("beta-reader", vec!["beta".into()], vec![]).unwrap();
+    let fixture = serve(
+        &[alpha.entry.clone(), beta.entry.clone()],
+        Default::default(),
+    )
+    .await;
+    let mut client = QueryServiceClient::new(fixture.channel().await);
+    for query in [
+        "deploy the alpha service",
+        "permits",
+        "sliding window of recent calls",
+    ] {
+        let branch = client
+            .search(with_key(search(query, &["alpha@next"]), Some(&alpha.key)))
+            .await
+            .unwrap()
+            .into_inner();
+        for document in &branch.results {
+            for span in &document.spans {
+                for c in &span.chunks {
+                    let chunk = c.chunk.as_ref().unwrap();
+                    assert_eq!(
+                        chunk.project, "alpha@next",
+                        "{query}: alpha's {} came through the branch",
+                        chunk.uri
+                    );
+                }
+            }
+        }
+        let (_, texts) = projects_of(&branch);
+        assert!(
+            texts
+                .iter()
+                .all(|t| !t.contains("token bucket") && !t.contains("rolls the replicas")),
+            "{query}: the branch shows alpha's versions"
+        );
+        // Every project the key reads: alpha, not its branch.
+        let all = client
+            .search(with_key(search(query, &[]), Some(&alpha.key)))
+            .await
+            .unwrap()
+            .into_inner();
+        let (projects, _) = projects_of(&all);
+        assert!(
+            projects.iter().all(|p| p == "alpha"),
+            "{query}: {projects:?}"
+        );
+    }
+    let window = client
+        .search(with_key(
+            search("sliding window of recent calls", &["alpha@next"]),
+            Some(&alpha.key),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(window.results[0].uri, "Throttle.java");
+    let refused = client
+        .search(with_key(
+            search("permits", &["alpha@next"]),
+            Some(&beta.key),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::NotFound, "{refused:?}");
+    assert!(
+        refused
+            .message()
+            .ends_with("indexed projects this caller may read: beta"),
+        "{refused:?}"
+    );
     fixture.stop().await;
 }
 

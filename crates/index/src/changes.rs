@@ -561,10 +561,12 @@ impl ChangeSet {
         }
     }
 
-    /// For a branch overlay, what it is over and what it hides of its
-    /// base: the base's documents it changed, and those it deleted (for a
-    /// whole listing, every base document not listed; for a diff, the
-    /// deleted paths). Complete once the iteration has ended.
+    /// For a branch overlay, what it is over and the paths at which it
+    /// hides its base: every path whose content differs from the base's
+    /// (changed or added on the branch), and every path the branch deleted
+    /// (for a whole listing, each base document not listed; for a diff, the
+    /// paths it names deleted, whether or not the base's record of them is
+    /// written yet). Complete once the iteration has ended.
     pub fn overlay(&self) -> Option<Overlay> {
         let base = self.base.as_ref()?;
         let mut hidden = self.hidden.clone();
@@ -576,12 +578,7 @@ impl ChangeSet {
                     .cloned(),
             );
         } else {
-            hidden.extend(
-                self.deleted_uris
-                    .iter()
-                    .filter(|uri| base.records.contains_key(*uri))
-                    .cloned(),
-            );
+            hidden.extend(self.deleted_uris.iter().cloned());
         }
         Some(Overlay {
             base: base.project.clone(),
@@ -654,18 +651,19 @@ impl Iterator for ChangeSet {
         };
         let hash = content_hash(&content);
         if let Some(base) = &self.base {
-            match base.records.get(&uri) {
-                // The base's own content: read through the overlay from
-                // the base, so the overlay keeps no copy.
-                Some(r) if r.content_hash == hash => {
-                    self.seen.remove(&document_id);
-                    return Some(Change::Unchanged { uri });
-                }
-                Some(_) => {
-                    self.hidden.insert(uri.clone());
-                }
-                None => {}
+            // The base's own content: read through the overlay from the
+            // base, so the overlay keeps no copy.
+            if base
+                .records
+                .get(&uri)
+                .is_some_and(|r| r.content_hash == hash)
+            {
+                self.seen.remove(&document_id);
+                return Some(Change::Unchanged { uri });
             }
+            // Held by the overlay: the base's document at this path (if it
+            // has one, now or once it is written) is never read through it.
+            self.hidden.insert(uri.clone());
         }
         let previous = self.known.get(&document_id);
         if previous.is_some_and(|r| self.up_to_date(r, &hash)) {

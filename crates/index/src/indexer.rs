@@ -220,7 +220,7 @@ pub struct OverlaySummary {
     pub branch: String,
     /// The base commit the branch was compared with (git sources).
     pub base_revision: Option<String>,
-    /// How many of the base's documents it hides: changed or deleted on
+    /// How many paths it hides its base at: changed, added or deleted on
     /// the branch.
     pub hidden: usize,
     /// Whether the overlay was dropped (asked for, or its branch is gone

@@ -195,6 +195,7 @@ pub(crate) fn copy_tree(from: &Path, to: &Path, skip: &[&str]) -> Result<u64, Da
 fn copy_sparse(from: &Path, to: &Path) -> std::io::Result<u64> {
     use std::io::{Read, Seek, SeekFrom, Write};
     const BLOCK: usize = 64 * 1024;
+    static ZEROS: [u8; BLOCK] = [0; BLOCK];
     let mut source = std::fs::File::open(from)?;
     let mut target = std::fs::File::create(to)?;
     let mut block = vec![0u8; BLOCK];
@@ -212,7 +213,8 @@ fn copy_sparse(from: &Path, to: &Path) -> std::io::Result<u64> {
             break;
         }
         let data = &block[..filled];
-        if data.iter().all(|b| *b == 0) {
+        // Compared as slices (memcmp), not byte by byte.
+        if data == &ZEROS[..filled] {
             target.seek(SeekFrom::Current(filled as i64))?;
         } else {
             target.write_all(data)?;
