@@ -464,4 +464,51 @@ async fn embedded_and_distributed_indexing_agree() {
         hidden(embedded_catalog.project(overlay).await.unwrap()),
         "the crawler records the same overlay"
     );
+
+    // weft-query resolves the overlay from the NATS catalog: the branch's
+    // notes and none of the base's versions of what the branch changed or
+    // deleted.
+    let (_query, mut client) = weft_e2e::start_query(&env, logs.path()).await;
+    for query in [
+        "plain notes",
+        "a small LRU cache",
+        "doubles x",
+        "hands out permits",
+    ] {
+        let response = client
+            .search(weft_proto::v1::SearchRequest {
+                query: query.into(),
+                projects: vec![overlay.into()],
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!response.results.is_empty(), "{query}");
+        if query == "hands out permits" {
+            // A file the branch left alone: read from the project.
+            assert!(
+                response
+                    .results
+                    .iter()
+                    .any(|d| d.project == PROJECT && d.uri == "src/main/java/demo/Throttle.java"),
+                "{query}: the project's unchanged files are not read through the overlay: {:?}",
+                response
+                    .results
+                    .iter()
+                    .map(|d| (&d.project, &d.uri))
+                    .collect::<Vec<_>>()
+            );
+        }
+        for document in &response.results {
+            assert!(
+                document.project == overlay
+                    || !["notes.txt", "tools/cache.py", "web/extra.ts"]
+                        .contains(&document.uri.as_str()),
+                "{query}: the base's {} came through the overlay",
+                document.uri
+            );
+        }
+    }
 }

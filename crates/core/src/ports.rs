@@ -411,6 +411,17 @@ pub trait GenerationRegistry: Send + Sync {
     async fn read_generations(&self) -> PortResult<Vec<u32>> {
         Ok(Vec::new())
     }
+    /// The catalog of `generation`, where the registry's deployment keeps
+    /// its catalogs beside the record (the services' NATS buckets), for a
+    /// reader that holds none: the query service resolves branch overlays
+    /// with it ([`crate::overlays::resolve`]). `None` (the default) where
+    /// the catalog is the data directory's, which readers open themselves.
+    async fn catalog_of(
+        &self,
+        _generation: u32,
+    ) -> PortResult<Option<std::sync::Arc<dyn Catalog>>> {
+        Ok(None)
+    }
 }
 
 /// Turns texts into unit vectors.

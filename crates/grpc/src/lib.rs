@@ -93,6 +93,8 @@ pub struct QueryServer {
     /// The data directory whose catalog lists the projects when the
     /// generation read holds none open (server stores).
     data_dir: Option<weft_wiring::DataDir>,
+    /// The registry's catalog of the generation last read, for overlays.
+    registry_catalog: Arc<tokio::sync::Mutex<Option<GenerationCatalog>>>,
 }
 
 #[derive(Clone)]
@@ -103,6 +105,9 @@ enum Stacks {
     },
     Live(weft_wiring::LiveQuery),
 }
+
+/// A generation's number and its catalog.
+type GenerationCatalog = (u32, Arc<dyn Catalog>);
 
 /// What one call reads: one generation's engine and vector index.
 struct Pinned {
@@ -153,6 +158,7 @@ impl QueryServer {
             bounds: RequestBounds::default(),
             known_projects: Arc::default(),
             data_dir: None,
+            registry_catalog: Arc::default(),
         }
     }
 
@@ -164,6 +170,7 @@ impl QueryServer {
             bounds: RequestBounds::default(),
             known_projects: Arc::default(),
             data_dir: None,
+            registry_catalog: Arc::default(),
         }
     }
 
@@ -320,7 +327,7 @@ impl v1::query_service_server::QueryService for QueryServer {
                 .map_err(|e| status::auth_status(&e))?;
             // A branch overlay reads its base, minus what the branch
             // changed or deleted (the catalog says which).
-            if let Some(catalog) = self.catalog(&pinned).await {
+            if let Some(catalog) = self.overlay_catalog(&pinned).await? {
                 domain.hidden = weft_core::overlays::resolve(&*catalog, &mut domain.filter)
                     .await
                     .map_err(|e| status::port_status(&e))?;
@@ -450,6 +457,40 @@ impl QueryServer {
                 None
             }
         }
+    }
+
+    /// The catalog branch overlays are resolved with: the one the live
+    /// generation's registry keeps (the services' NATS catalog, opened once
+    /// per generation), else the generation's own (held open, or the data
+    /// directory's). `None` where there is none: a search then reads no
+    /// overlay's base.
+    async fn overlay_catalog(&self, pinned: &Pinned) -> Result<Option<Arc<dyn Catalog>>, Status> {
+        if let Stacks::Live(live) = &self.stacks {
+            let mut cached = self.registry_catalog.lock().await;
+            if let Some((generation, catalog)) = cached.as_ref()
+                && *generation == pinned.generation
+            {
+                return Ok(Some(catalog.clone()));
+            }
+            let catalog = live
+                .registry_catalog(pinned.generation)
+                .await
+                .map_err(|e| status::port_status(&e))?;
+            if let Some(catalog) = catalog {
+                *cached = Some((pinned.generation, catalog.clone()));
+                return Ok(Some(catalog));
+            }
+        }
+        let Some(stack) = &pinned.stack else {
+            return Ok(None);
+        };
+        if let Some(catalog) = &stack.catalog {
+            return Ok(Some(catalog.clone()));
+        }
+        Ok(self
+            .data_dir
+            .as_ref()
+            .and_then(|data| stack.catalog_now(data).ok()))
     }
 
     /// Those of `projects` within `scope` that have a chunk in the index:

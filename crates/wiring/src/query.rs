@@ -296,6 +296,19 @@ impl LiveQuery {
         FollowState(self.following.clone())
     }
 
+    /// The catalog of `generation` kept beside the registry of the live
+    /// generation (the services' NATS catalog), if the registry keeps one;
+    /// `None` for the data directory's (see [`QueryStack::catalog_now`]).
+    pub async fn registry_catalog(
+        &self,
+        generation: u32,
+    ) -> Result<Option<Arc<dyn Catalog>>, weft_core::ports::PortError> {
+        match &self.source {
+            LiveSource::Registry(registry) => registry.catalog_of(generation).await,
+            LiveSource::DataDir => Ok(None),
+        }
+    }
+
     /// The stack queries starting now read.
     pub fn current(&self) -> Arc<QueryStack> {
         self.current

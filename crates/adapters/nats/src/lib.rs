@@ -374,12 +374,13 @@ impl Jet {
 
     /// The index generations record (its bucket created when missing).
     pub async fn registry(&self) -> Result<NatsRegistry, NatsError> {
-        NatsRegistry::open(
+        Ok(NatsRegistry::open(
             &self.js,
             &self.config.generations_bucket,
             self.config.replicas,
         )
-        .await
+        .await?
+        .with_catalogs(&self.js, &self.config.catalog_bucket, self.config.replicas))
     }
 
     /// Flushes what the client buffered.

@@ -33,6 +33,9 @@ pub struct NatsRegistry {
     /// `<bucket>-readers`: which generation each reader (a query replica)
     /// read when it last said so; entries older than [`READER_TTL`] go.
     readers: kv::Store,
+    /// Where the generations' catalogs are: the stream context, the
+    /// catalog bucket (generation 0's name) and its replicas.
+    catalogs: Option<(jetstream::Context, String, usize)>,
 }
 
 /// How long a reader's word counts.
@@ -64,7 +67,21 @@ impl NatsRegistry {
             store,
             bucket: bucket.to_owned(),
             readers,
+            catalogs: None,
         })
+    }
+
+    /// The same registry, answering [`GenerationRegistry::catalog_of`]
+    /// with the catalog buckets named after `catalog_bucket` (generation
+    /// 0's; `<bucket>_g<N>` after), as [`crate::Jet::catalog_of`] opens them.
+    pub fn with_catalogs(
+        mut self,
+        js: &jetstream::Context,
+        catalog_bucket: &str,
+        replicas: usize,
+    ) -> Self {
+        self.catalogs = Some((js.clone(), catalog_bucket.to_owned(), replicas));
+        self
     }
 
     /// The record and its revision (`None`: never written).
@@ -88,6 +105,20 @@ impl NatsRegistry {
 impl GenerationRegistry for NatsRegistry {
     async fn load(&self) -> PortResult<Generations> {
         Ok(self.read().await?.0)
+    }
+
+    async fn catalog_of(
+        &self,
+        generation: u32,
+    ) -> PortResult<Option<std::sync::Arc<dyn weft_core::ports::Catalog>>> {
+        let Some((js, bucket, replicas)) = &self.catalogs else {
+            return Ok(None);
+        };
+        let bucket = weft_core::generations::store_name(bucket, generation);
+        let catalog = crate::NatsCatalog::open(js, &bucket, *replicas)
+            .await
+            .map_err(|e| PortError::new(e.kind(), "catalog (NATS)", e))?;
+        Ok(Some(std::sync::Arc::new(catalog)))
     }
 
     async fn update(&self, change: &GenerationChange<'_>) -> Result<Generations, RegistryError> {
