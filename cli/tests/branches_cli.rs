@@ -158,20 +158,23 @@ fn a_branch_is_an_overlay_that_reads_as_the_branch_and_goes_with_it() {
     let refused = failure(&run(&data, &["index", "--drop", "demo"]));
     assert!(refused.contains("only a branch overlay"), "{refused}");
 
+    let index_feature = || {
+        json(&run(
+            &data,
+            &[
+                "index",
+                &url,
+                "--project",
+                "demo",
+                "--branch",
+                "feature",
+                "--json",
+            ],
+        ))
+    };
     // The overlay: the two changed modules and the new file, nothing else;
     // the unchanged functions of the changed modules keep their vectors.
-    let overlay = json(&run(
-        &data,
-        &[
-            "index",
-            &url,
-            "--project",
-            "demo",
-            "--branch",
-            "feature",
-            "--json",
-        ],
-    ));
+    let overlay = index_feature();
     let run0 = &overlay["runs"][0];
     assert_eq!(run0["project"], "demo@feature", "{run0:#}");
     assert_eq!(run0["documents_indexed"], 3, "{run0:#}");
@@ -185,18 +188,7 @@ fn a_branch_is_an_overlay_that_reads_as_the_branch_and_goes_with_it() {
     assert_eq!(projects(&data), ["demo", "demo@feature"]);
 
     // Again, unchanged: nothing read into it, no model.
-    let again = json(&run(
-        &data,
-        &[
-            "index",
-            &url,
-            "--project",
-            "demo",
-            "--branch",
-            "feature",
-            "--json",
-        ],
-    ));
+    let again = index_feature();
     assert_eq!(again["runs"][0]["documents_indexed"], 0, "{again:#}");
     assert_eq!(again["runs"][0]["model_loaded"], false);
 
@@ -345,18 +337,7 @@ fn a_branch_is_an_overlay_that_reads_as_the_branch_and_goes_with_it() {
 
     // The branch deleted on the remote: the next run drops its overlay.
     git(&repo, &["branch", "-D", "feature"]);
-    let gone = json(&run(
-        &data,
-        &[
-            "index",
-            &url,
-            "--project",
-            "demo",
-            "--branch",
-            "feature",
-            "--json",
-        ],
-    ));
+    let gone = index_feature();
     assert_eq!(gone["runs"][0]["overlay"]["dropped"], true, "{gone:#}");
     assert_eq!(projects(&data), ["demo", "demo@wt"]);
     let refused = failure(&run(

@@ -78,9 +78,15 @@ fn git(repo: &Path, args: &[&str]) {
 
 /// The embedded deployment: `weft index URL --json`; returns the run's summary.
 fn weft_index(url: &str, data: &Path) -> serde_json::Value {
+    weft_index_with(url, data, &[])
+}
+
+/// [`weft_index`] with `extra` arguments (`--branch B`).
+fn weft_index_with(url: &str, data: &Path, extra: &[&str]) -> serde_json::Value {
     let out = Command::new(bin("weft"))
         .args(["index", url, "--project", PROJECT, "--json", "--data-dir"])
         .arg(data)
+        .args(extra)
         .env("WEFT_MODEL_DIR", model_dir())
         .env("WEFT_LOG", "warn")
         .output()
@@ -375,34 +381,13 @@ async fn embedded_and_distributed_indexing_agree() {
     git(repo.path(), &["commit", "--quiet", "-m", "branch"]);
     git(repo.path(), &["checkout", "--quiet", "main"]);
     let overlay = "parity@feature";
-    let out = Command::new(bin("weft"))
-        .args([
-            "index",
-            &url,
-            "--project",
-            PROJECT,
-            "--branch",
-            "feature",
-            "--json",
-            "--data-dir",
-        ])
-        .arg(embedded_data.path())
-        .env("WEFT_MODEL_DIR", model_dir())
-        .env("WEFT_LOG", "warn")
-        .output()
-        .expect("run weft index --branch");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let branch: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(branch["runs"][0]["documents_indexed"], 2, "{branch}");
-    assert_eq!(branch["runs"][0]["overlay"]["hidden"], 3, "{branch}");
+    let branch = weft_index_with(&url, embedded_data.path(), &["--branch", "feature"]);
+    assert_eq!(branch["documents_indexed"], 2, "{branch}");
+    assert_eq!(branch["overlay"]["hidden"], 3, "{branch}");
     let embedded_branch = snapshot_of(None, embedded_data.path(), overlay).await;
     assert_eq!(embedded_branch.records.len(), 2);
 
-    let manifest = repo.path().join("../parity-sources.toml");
+    let manifest = logs.path().join("parity-sources.toml");
     std::fs::write(
         &manifest,
         format!(
