@@ -496,4 +496,36 @@ async fn embedded_and_distributed_indexing_agree() {
             );
         }
     }
+
+    // The branch deleted on the remote: the next crawl deletes the
+    // overlay's documents and its project record.
+    git(repo.path(), &["branch", "--quiet", "-D", "feature"]);
+    let mut chunker = Service::start("chunker", "weft-chunker", &[], &env, logs.path());
+    let mut embedder = Service::start("embedder", "weft-embedder", &[], &env, logs.path());
+    let job = crawl(
+        &[
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--checkout-dir",
+            checkouts.path().to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert_eq!(job["sources"][1]["project"], overlay, "{job}");
+    assert_eq!(job["sources"][1]["documents_deleted"], 2, "{job}");
+    let nothing = Snapshot {
+        records: BTreeMap::new(),
+        chunks: BTreeMap::new(),
+        points: 0,
+    };
+    converge_of(
+        &jet,
+        &catalog,
+        &nothing,
+        &mut [&mut chunker, &mut embedder],
+        overlay,
+    )
+    .await;
+    assert_eq!(catalog.project(overlay).await.unwrap(), None);
+    assert!(catalog.project(PROJECT).await.unwrap().is_some());
 }

@@ -4,8 +4,8 @@
 //! `weft index REPO --branch B` indexes branch `B` of project `P` as the
 //! project `P@B`, holding only the documents whose content differs from
 //! `P`'s, and records in the catalog ([`Overlay`], in
-//! [`ProjectState::overlay`]) which of `P`'s documents the branch changed or
-//! deleted. A search of `P@B` reads `P@B` and `P`, minus those documents
+//! [`crate::ports::ProjectState::overlay`]) the paths the branch changed,
+//! added or deleted. A search of `P@B` reads `P@B` and `P`, minus those documents
 //! ([`resolve`]): the branch's files and the base's unchanged ones, never
 //! the base's version of a file the branch changed or deleted.
 //!
@@ -18,7 +18,7 @@
 use std::collections::HashSet;
 
 use crate::DocumentId;
-use crate::ports::{Catalog, PortResult, ProjectState};
+use crate::ports::{Catalog, PortResult};
 use crate::retrieval::SearchFilter;
 
 /// What the catalog records of an overlay project `base@branch`.
@@ -116,27 +116,23 @@ pub async fn resolve(
     catalog: &dyn Catalog,
     filter: &mut SearchFilter,
 ) -> PortResult<HiddenDocuments> {
-    let states = catalog.projects().await?;
-    let overlay_of = |name: &str| -> Option<&Overlay> {
-        states
-            .iter()
-            .find(|(n, _)| n == name)
-            .and_then(|(_, s): &(String, ProjectState)| s.overlay.as_ref())
-    };
     if filter.projects.is_empty() {
+        let states = catalog.projects().await?;
         if states.iter().any(|(_, s)| s.overlay.is_some()) {
             filter.projects = states
-                .iter()
+                .into_iter()
                 .filter(|(_, s)| s.overlay.is_none())
-                .map(|(n, _)| n.clone())
+                .map(|(n, _)| n)
                 .collect();
         }
         return Ok(HiddenDocuments::default());
     }
     let named: Vec<String> = filter.projects.clone();
     let mut hidden = HiddenDocuments::default();
-    for name in &named {
-        let Some(overlay) = overlay_of(name) else {
+    // Only a name of the form `P@B` can be an overlay: plain names cost
+    // no lookup.
+    for name in named.iter().filter(|n| split_overlay(n).is_some()) {
+        let Some(overlay) = catalog.project(name).await?.and_then(|s| s.overlay) else {
             continue;
         };
         if !filter.projects.contains(&overlay.base) {

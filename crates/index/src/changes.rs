@@ -298,6 +298,7 @@ impl ChangePlanner {
             max_file_bytes: self.max_file_bytes,
             checkout: None,
             base: None,
+            gone: false,
             listed_uris: HashSet::new(),
             hidden: std::collections::BTreeSet::new(),
         };
@@ -315,7 +316,18 @@ impl ChangePlanner {
                 let repo = GitRepo::with_policy(url, lease.dir(), self.git_policy.clone())
                     .with_branch(base.as_ref().map(|b| b.branch.clone()));
                 progress.set_message(format!("fetching {}", spec.display()));
-                let head = repo.sync().map_err(git_error)?;
+                let head = match repo.sync() {
+                    Ok(head) => head,
+                    // The branch is gone from the remote: its overlay lists
+                    // nothing, so every document it held is removed, and
+                    // so is the project ([`ChangeSet::gone`]).
+                    Err(GitError::NoBranch { .. }) if is_overlay && previous_state.is_some() => {
+                        set.gone = true;
+                        set.base = base;
+                        return Ok(set);
+                    }
+                    Err(error) => return Err(git_error(error)),
+                };
                 lease.record_sync();
                 set.checkout = Some(lease);
                 set.revision = Some(head.clone());
@@ -540,6 +552,10 @@ pub struct ChangeSet {
     /// For a branch overlay: its base, the uris listed, and the base's
     /// uris it hides (changed), filled as documents are read.
     base: Option<Base>,
+    /// The overlay's branch is gone from the remote: the set lists nothing,
+    /// [`ChangeSet::removed`] is every document the overlay holds, and the
+    /// caller removes the project instead of recording its state.
+    pub gone: bool,
     listed_uris: HashSet<String>,
     hidden: std::collections::BTreeSet<String>,
 }

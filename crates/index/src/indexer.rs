@@ -228,6 +228,19 @@ pub struct OverlaySummary {
     pub dropped: bool,
 }
 
+impl OverlaySummary {
+    /// The summary of `overlay`, `dropped` or not.
+    pub fn of(overlay: weft_core::overlays::Overlay, dropped: bool) -> Self {
+        Self {
+            hidden: overlay.hidden.len(),
+            base: overlay.base,
+            branch: overlay.branch,
+            base_revision: overlay.base_revision,
+            dropped,
+        }
+    }
+}
+
 impl IndexSummary {
     fn add(&mut self, stats: WriteStats) {
         self.chunks_written += stats.chunks_embedded + stats.vectors_reused;
@@ -391,23 +404,10 @@ impl Indexer {
             force: options.reindex,
             progress: options.progress.clone(),
         };
-        let planned = self
+        let mut changes = self
             .planner
             .plan(&**self.catalog(), spec, &project, &plan)
-            .await;
-        let mut changes = match planned {
-            // A branch deleted on the remote: its overlay goes with it.
-            Err(PlanError::Git {
-                error: weft_sources::GitError::NoBranch { .. },
-                ..
-            }) if self.catalog().project(&project).await?.is_some() => {
-                tracing::info!(project = %project, "the branch is gone from the remote: dropping its overlay");
-                let mut summary = self.drop_overlay(&project).await?;
-                summary.source = spec.display();
-                return Ok(summary);
-            }
-            planned => planned?,
-        };
+            .await?;
         if changes.outdated > 0 {
             tracing::info!(
                 project = %project,
@@ -488,19 +488,20 @@ impl Indexer {
         }
         // Where indexes open on the first write, a run that wrote nothing
         // records nothing: its generation is dropped unchanged.
-        if let Some(stores) = self.written_stores() {
-            stores
+        let state = changes.project_state();
+        if changes.gone {
+            // A branch gone from the remote: its documents were removed
+            // above; the project goes too.
+            tracing::info!(project = %project, "the branch is gone from the remote: its overlay is dropped");
+            self.stores()
+                .await?
                 .catalog
-                .put_project(&project, &changes.project_state())
+                .remove_project(&project)
                 .await?;
+        } else if let Some(stores) = self.written_stores() {
+            stores.catalog.put_project(&project, &state).await?;
         }
-        summary.overlay = changes.overlay().map(|o| OverlaySummary {
-            hidden: o.hidden.len(),
-            base: o.base,
-            branch: o.branch,
-            base_revision: o.base_revision,
-            dropped: false,
-        });
+        summary.overlay = state.overlay.map(|o| OverlaySummary::of(o, changes.gone));
         summary.elapsed_ms = started.elapsed().as_millis() as u64;
         progress.finish_and_clear();
         Ok(summary)
@@ -540,13 +541,7 @@ impl Indexer {
             documents_deleted: records.len(),
             chunks_deleted: records.iter().map(|r| r.chunk_count as usize).sum(),
             elapsed_ms: started.elapsed().as_millis() as u64,
-            overlay: Some(OverlaySummary {
-                hidden: overlay.hidden.len(),
-                base: overlay.base,
-                branch: overlay.branch,
-                base_revision: overlay.base_revision,
-                dropped: true,
-            }),
+            overlay: Some(OverlaySummary::of(overlay, true)),
             ..Default::default()
         })
     }

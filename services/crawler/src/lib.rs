@@ -398,22 +398,10 @@ impl Crawler {
             force: options.reindex,
             progress: options.progress.clone(),
         };
-        let planned = self
+        let mut changes = self
             .planner
             .plan(&target.catalog, spec, project, &plan)
-            .await;
-        let mut changes = match planned {
-            // A branch deleted on the remote: its overlay goes with it.
-            Err(PlanError::Git {
-                error: weft_sources::GitError::NoBranch { .. },
-                ..
-            }) if weft_core::overlays::split_overlay(project).is_some()
-                && target.catalog.project(project).await?.is_some() =>
-            {
-                return self.drop_overlay(spec, project, target, started).await;
-            }
-            planned => planned?,
-        };
+            .await?;
         let mut summary = SourceSummary {
             project: project.to_owned(),
             source: changes.source.clone(),
@@ -479,10 +467,20 @@ impl Crawler {
         for ack in acks {
             ack.await?;
         }
-        target
-            .catalog
-            .put_project(project, &changes.project_state())
-            .await?;
+        if changes.gone {
+            // A branch gone from the remote: its documents' deletions are
+            // published above; the project goes too.
+            tracing::info!(
+                project,
+                "the branch is gone from the remote: its overlay is dropped"
+            );
+            target.catalog.remove_project(project).await?;
+        } else {
+            target
+                .catalog
+                .put_project(project, &changes.project_state())
+                .await?;
+        }
         summary.elapsed_ms = started.elapsed().as_millis() as u64;
         let metrics = weft_telemetry::metrics();
         for (outcome, n) in [
@@ -497,48 +495,6 @@ impl Crawler {
                 .inc_by(n as u64);
         }
         Ok(summary)
-    }
-
-    /// Drops the overlay `project` of a branch gone from the remote: a
-    /// deletion of each of its documents is published (the embedders
-    /// delete their chunks and records) and its project record removed.
-    async fn drop_overlay(
-        &self,
-        spec: &SourceSpec,
-        project: &str,
-        target: &Target,
-        started: Instant,
-    ) -> Result<SourceSummary, CrawlError> {
-        tracing::info!(
-            project,
-            "the branch is gone from the remote: dropping its overlay"
-        );
-        let mut acks = Vec::new();
-        let records = target.catalog.documents(Some(project)).await?;
-        for record in &records {
-            let message = v1::Document {
-                project: project.to_owned(),
-                uri: record.uri.clone(),
-                document_id: record.document_id.as_str().to_owned(),
-                content: None,
-                content_hash: String::new(),
-                media_type: String::new(),
-                revision: String::new(),
-                generation: target.generation,
-            };
-            acks.push(self.publish(&message).await?);
-        }
-        for ack in acks {
-            ack.await?;
-        }
-        target.catalog.remove_project(project).await?;
-        Ok(SourceSummary {
-            project: project.to_owned(),
-            source: spec.display(),
-            documents_deleted: records.len(),
-            elapsed_ms: started.elapsed().as_millis() as u64,
-            ..Default::default()
-        })
     }
 
     async fn publish(
