@@ -152,6 +152,23 @@ fn a_branch_is_an_overlay_that_reads_as_the_branch_and_goes_with_it() {
     );
     let refused = failure(&run(&data, &["index", &url, "--branch=--upload-pack=x"]));
     assert!(refused.contains("--branch"), "{refused}");
+    for (args, expected) in [
+        (
+            vec!["index", &url, &url, "--branch", "feature"],
+            "--branch names one branch",
+        ),
+        (
+            vec!["index", &url, "--project", "demo@x", "--branch", "feature"],
+            "already names branch",
+        ),
+        (
+            vec!["index", "--drop", "demo@feature", "--dry-run"],
+            "a dry run drops nothing",
+        ),
+    ] {
+        let refused = failure(&run(&data, &args));
+        assert!(refused.contains(expected), "{args:?}: {refused}");
+    }
 
     let main = json(&run(&data, &["index", &url, "--project", "demo", "--json"]));
     assert_eq!(main["runs"][0]["documents_indexed"], MODULES);

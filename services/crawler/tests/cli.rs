@@ -46,4 +46,29 @@ fn manifest_errors_name_the_file_and_entry() {
         text.contains("sources.toml") && text.contains("sorce"),
         "{text}"
     );
+    // Branches: only of a git repository, and only names git allows.
+    for (entry, expected) in [
+        (
+            format!(
+                "source = {:?}\nbranches = [\"next\"]",
+                dir.path().display().to_string()
+            ),
+            "sources[0].branches: only a git repository has branches",
+        ),
+        (
+            "source = \"https://git.example/a.git\"\nbranches = [\"ok\", \"--upload-pack=x\"]"
+                .to_owned(),
+            "sources[0].branches[1]: \"--upload-pack=x\"",
+        ),
+        (
+            "source = \"https://git.example/a.git\"\nproject = \"a@next\"".to_owned(),
+            "names a branch overlay",
+        ),
+    ] {
+        std::fs::write(&manifest, format!("[[sources]]\n{entry}\n")).unwrap();
+        let out = bin().arg("--manifest").arg(&manifest).output().unwrap();
+        assert!(!out.status.success());
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains(expected), "{entry}: {text}");
+    }
 }
