@@ -116,3 +116,70 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted.get(i).copied().unwrap_or(0.0)
 }
+
+/// An embedder whose query vectors pass through a learned linear map
+/// (`y = W x`, then unit length); documents are embedded untouched. For
+/// comparing a query-side adapter (issue 34) with `eval-sweep
+/// --query-adapter`.
+pub struct AdaptedEmbedder {
+    inner: std::sync::Arc<dyn weft_core::ports::Embedder>,
+    /// Row-major `dimension × dimension`.
+    matrix: Vec<f32>,
+}
+
+impl AdaptedEmbedder {
+    /// Wraps `inner` with the matrix in `path`: little-endian f32,
+    /// row-major, the model's dimension squared.
+    pub fn load(
+        inner: std::sync::Arc<dyn weft_core::ports::Embedder>,
+        path: &Path,
+    ) -> anyhow::Result<Self> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| anyhow::anyhow!("--query-adapter {}: {e}", path.display()))?;
+        let d = inner.dimension();
+        if bytes.len() != d * d * 4 {
+            anyhow::bail!(
+                "--query-adapter {}: {} bytes, not a {d}×{d} f32 matrix",
+                path.display(),
+                bytes.len()
+            );
+        }
+        let matrix = bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        Ok(Self { inner, matrix })
+    }
+}
+
+#[async_trait::async_trait]
+impl weft_core::ports::Embedder for AdaptedEmbedder {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+    async fn embed(&self, texts: &[String]) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        self.inner.embed(texts).await
+    }
+    async fn embed_queries(
+        &self,
+        queries: &[String],
+    ) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        let d = self.dimension();
+        let vectors = self.inner.embed_queries(queries).await?;
+        Ok(vectors
+            .into_iter()
+            .map(|x| {
+                let mut y: Vec<f32> = self
+                    .matrix
+                    .chunks_exact(d)
+                    .map(|row| row.iter().zip(&x).map(|(w, v)| w * v).sum())
+                    .collect();
+                normalize(&mut y);
+                y
+            })
+            .collect())
+    }
+}

@@ -80,6 +80,10 @@ struct Args {
     /// budget), which is what the budgets are packed from.
     #[arg(long)]
     dump_spans: Option<PathBuf>,
+    /// A learned query-side map (little-endian f32, dimension × dimension,
+    /// row-major) applied to every query vector: settings then run with it.
+    #[arg(long)]
+    query_adapter: Option<PathBuf>,
 }
 
 /// Applies `key=value` pairs (dotted keys) to the retrieval config; `mode` is returned apart.
@@ -144,7 +148,11 @@ fn main() -> anyhow::Result<()> {
     // The precision `weft eval` indexed in: embedding.precision as weft reads it.
     let options = weft_wiring::local_load_options(&weft_config::load(None)?.config.embedding);
     let model = weft_embed_local::LocalEmbedder::load_with(&model_dir, &options)?;
-    let embedder: Arc<dyn Embedder> = Arc::new(CachingEmbedder::new(Arc::new(model)));
+    let mut model: Arc<dyn Embedder> = Arc::new(model);
+    if let Some(path) = &args.query_adapter {
+        model = Arc::new(weft_bench::AdaptedEmbedder::load(model, path)?);
+    }
+    let embedder: Arc<dyn Embedder> = Arc::new(CachingEmbedder::new(model));
 
     let base = RetrievalConfig::default();
     let mut settings = vec![("default".to_owned(), base.clone(), args.mode)];

@@ -27,6 +27,14 @@ pub struct EmbeddingConfig {
     /// `fp32`). It enters the index identity: documents embedded in another
     /// precision are embedded again.
     pub precision: EmbeddingPrecision,
+    /// `local`: a learned map weft applies to query vectors (issue 34;
+    /// `tools/train/README.md`): `none` (the default: the model's own query
+    /// vectors, the untouched model), `auto` (weft's adapter for the loaded
+    /// model, if it has one: `weft-query-1` for all-MiniLM-L6-v2) or an
+    /// adapter's name. Opt-in: `weft-query-1` gains on code but loses on
+    /// some prose (bench/RESULTS.md). Chunks are embedded the same either
+    /// way, so changing it needs no re-index.
+    pub query_adapter: String,
     /// Chunks embedded per call (per request, for `http`).
     pub batch_size: usize,
     /// `local` (the model in `model_dir`, in-process) or `http` (an
@@ -106,6 +114,20 @@ impl EmbeddingConfig {
         }
         if self.batch_size == 0 {
             return bad("embedding.batch_size", "must be at least 1");
+        }
+        if self.query_adapter.trim().is_empty() {
+            return bad(
+                "embedding.query_adapter",
+                "must be none, auto or an adapter's name",
+            );
+        }
+        if self.provider == EmbeddingProvider::Http
+            && !matches!(self.query_adapter.trim(), "auto" | "none")
+        {
+            return bad(
+                "embedding.query_adapter",
+                "applies to the local model only (embedding.provider is http)",
+            );
         }
         if self.provider == EmbeddingProvider::Http && self.precision != EmbeddingPrecision::Fp32 {
             return bad(
@@ -203,6 +225,7 @@ impl Default for EmbeddingConfig {
             model_dir: None,
             max_tokens: 256,
             precision: EmbeddingPrecision::Fp32,
+            query_adapter: "none".to_owned(),
             batch_size: 64,
             provider: EmbeddingProvider::Local,
             url: None,
@@ -225,6 +248,31 @@ impl Default for EmbeddingConfig {
 #[cfg(test)]
 mod tests {
     use crate::test_support::{assert_refused, load_toml};
+
+    #[test]
+    fn the_query_adapter_is_opt_in_and_local_only() {
+        let config = load_toml("").unwrap();
+        assert_eq!(config.embedding.query_adapter, "none");
+        let config = load_toml("[embedding]\nquery_adapter = \"auto\"\n").unwrap();
+        assert_eq!(config.embedding.query_adapter, "auto");
+        assert_refused(&[
+            (
+                "[embedding]\nquery_adapter = \" \"\n",
+                "embedding.query_adapter",
+            ),
+            (
+                "[embedding]\nprovider = \"http\"\nurl = \"http://x\"\nmodel = \"e5\"\nquery_adapter = \"weft-query-1\"\n",
+                "embedding.query_adapter",
+            ),
+        ]);
+        // `auto` with an API model is no adapter: nothing to refuse.
+        assert!(
+            load_toml(
+                "[embedding]\nprovider = \"http\"\nurl = \"http://x\"\nmodel = \"e5\"\nquery_adapter = \"auto\"\n"
+            )
+            .is_ok()
+        );
+    }
 
     #[test]
     fn the_local_model_is_chosen_by_name() {

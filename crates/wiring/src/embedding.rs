@@ -62,7 +62,11 @@ pub fn local_precision(config: &EmbeddingConfig) -> Precision {
 
 /// How the local model is loaded per `[embedding]`.
 pub fn local_load_options(config: &EmbeddingConfig) -> LoadOptions {
-    LoadOptions::new(config.max_tokens).precision(local_precision(config))
+    LoadOptions::new(config.max_tokens)
+        .precision(local_precision(config))
+        .query_adapter(weft_embed_local::AdapterChoice::parse(
+            &config.query_adapter,
+        ))
 }
 
 /// The model id of the embedder `config` sets up, known without loading

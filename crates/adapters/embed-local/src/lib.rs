@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod graph;
+pub mod query_adapter;
 pub mod runtime;
 
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ use ort::value::Tensor;
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 pub use graph::{Architecture, INT8_RECIPE, Precision, Spec};
+pub use query_adapter::{AdapterChoice, QueryAdapter};
 
 /// The command that fetches a model and the runtime, for error messages.
 pub const FETCH_HINT: &str = "tools/fetch-model.sh";
@@ -64,6 +66,8 @@ pub struct LoadOptions {
     /// Writes the graph ONNX Runtime runs, after its optimizer (the fused
     /// kernels it chose), to this ONNX file.
     pub save_graph: Option<PathBuf>,
+    /// The learned map applied to query vectors ([`query_adapter`]).
+    pub query_adapter: AdapterChoice,
 }
 
 impl LoadOptions {
@@ -74,12 +78,19 @@ impl LoadOptions {
             precision: Precision::Fp32,
             threads: None,
             save_graph: None,
+            query_adapter: AdapterChoice::Off,
         }
     }
 
     /// These options in `precision`.
     pub fn precision(mut self, precision: Precision) -> Self {
         self.precision = precision;
+        self
+    }
+
+    /// These options with `choice` of query adapter.
+    pub fn query_adapter(mut self, choice: AdapterChoice) -> Self {
+        self.query_adapter = choice;
         self
     }
 }
@@ -126,6 +137,9 @@ pub enum LoadError {
         /// What went wrong.
         message: String,
     },
+    /// `embedding.query_adapter` names no adapter for this model.
+    #[error("embedding.query_adapter: {0}")]
+    QueryAdapter(String),
     /// ONNX Runtime refused the encoder graph.
     #[error("embedding model in {dir}: ONNX Runtime: {message}")]
     Session {
@@ -173,6 +187,8 @@ pub struct LocalEmbedder {
     model_id: String,
     max_tokens: usize,
     precision: Precision,
+    /// Applied to query vectors only ([`query_adapter`]).
+    query_adapter: Option<Arc<QueryAdapter>>,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -183,6 +199,7 @@ impl std::fmt::Debug for LocalEmbedder {
             .field("dimension", &self.spec.hidden)
             .field("max_tokens", &self.max_tokens)
             .field("precision", &self.precision)
+            .field("query_adapter", &self.query_adapter_name())
             .finish()
     }
 }
@@ -222,6 +239,10 @@ impl LocalEmbedder {
         let config_text = std::fs::read_to_string(&config_path)
             .map_err(|e| invalid("config.json", e.to_string()))?;
         let spec = Spec::parse(&config_text).map_err(|m| invalid("config.json", m))?;
+        let model_id = Self::model_id_of(dir);
+        let query_adapter = QueryAdapter::resolve(&options.query_adapter, &model_id, spec.hidden)
+            .map_err(LoadError::QueryAdapter)?
+            .map(Arc::new);
         if max_tokens == 0 || max_tokens > spec.max_tokens {
             return Err(invalid(
                 "config.json",
@@ -311,9 +332,10 @@ impl LocalEmbedder {
             tokenizer: Arc::new(tokenizer),
             pad_id: i64::from(pad_id),
             spec,
-            model_id: Self::model_id_of(dir),
+            model_id,
             max_tokens,
             precision,
+            query_adapter,
         })
     }
 
@@ -343,6 +365,22 @@ impl LocalEmbedder {
     /// The arithmetic of the linear layers.
     pub fn precision(&self) -> Precision {
         self.precision
+    }
+
+    /// The learned adapter applied to query vectors, if any
+    /// ([`query_adapter`]).
+    pub fn query_adapter_name(&self) -> Option<&'static str> {
+        self.query_adapter.as_deref().map(QueryAdapter::name)
+    }
+
+    /// Embeds search queries: [`Self::embed`], then the query adapter if
+    /// one is loaded.
+    pub fn embed_queries(&self, queries: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let vectors = self.embed(queries)?;
+        Ok(match &self.query_adapter {
+            Some(adapter) => vectors.iter().map(|v| adapter.apply(v)).collect(),
+            None => vectors,
+        })
     }
 
     /// The index identity's name for this model's vectors ([`embedder_tag`]).
@@ -514,11 +552,32 @@ impl weft_core::ports::Embedder for LocalEmbedder {
         LocalEmbedder::dimension(self)
     }
     async fn embed(&self, texts: &[String]) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        self.run(texts, false).await
+    }
+    async fn embed_queries(
+        &self,
+        queries: &[String],
+    ) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
+        self.run(queries, true).await
+    }
+}
+
+impl LocalEmbedder {
+    /// Embeds on tokio's blocking pool, as chunks or as queries.
+    async fn run(
+        &self,
+        texts: &[String],
+        queries: bool,
+    ) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
         const COMPONENT: &str = "embedder (local model)";
         let (model, texts) = (self.clone(), texts.to_vec());
         tokio::task::spawn_blocking(move || {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            model.embed(&refs)
+            if queries {
+                model.embed_queries(&refs)
+            } else {
+                model.embed(&refs)
+            }
         })
         .await
         // The embedding thread panicked.

@@ -12,7 +12,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use weft_embed_local::{
-    Architecture, DEFAULT_MAX_TOKENS, INT8_RECIPE, LoadError, LoadOptions, LocalEmbedder, Precision,
+    AdapterChoice, Architecture, DEFAULT_MAX_TOKENS, INT8_RECIPE, LoadError, LoadOptions,
+    LocalEmbedder, Precision, QueryAdapter,
 };
 
 fn model_dir() -> PathBuf {
@@ -292,4 +293,54 @@ fn int8_runs_integer_kernels_and_stays_close_to_fp32() {
     let together = model.embed(&refs).unwrap();
     let moved = cosine(&alone[0], &together[1]);
     assert!(moved > 0.99999, "alone vs batched: {moved}");
+}
+
+#[test]
+fn the_query_adapter_maps_queries_and_leaves_chunks_alone() {
+    // `embedding.query_adapter = "auto"` loads weft's learned adapter for
+    // MiniLM; the default, `none`, is the untouched model.
+    let adapted = LocalEmbedder::load_with(
+        &model_dir(),
+        &LoadOptions::new(DEFAULT_MAX_TOKENS).query_adapter(AdapterChoice::Auto),
+    )
+    .unwrap();
+    assert_eq!(adapted.query_adapter_name(), Some("weft-query-1"));
+    let plain = embedder();
+    assert_eq!(plain.query_adapter_name(), None);
+
+    let texts = [
+        "Returns the number of elements in this collection.",
+        "public int size() {\n    return elements.length;\n}",
+    ];
+    // Chunks: the same vectors either way, so an index needs no re-embedding.
+    for (a, b) in adapted
+        .embed(&texts)
+        .unwrap()
+        .iter()
+        .zip(&plain.embed(&texts).unwrap())
+    {
+        assert!(cosine(a, b) > 0.99999);
+    }
+    // Queries: the adapter's map of the model's own vector.
+    let raw = plain.embed_queries(&texts[..1]).unwrap().remove(0);
+    assert_eq!(raw, plain.embed(&texts[..1]).unwrap().remove(0));
+    let mapped = adapted.embed_queries(&texts[..1]).unwrap().remove(0);
+    let adapter = QueryAdapter::resolve(&AdapterChoice::Auto, "all-MiniLM-L6-v2", 384)
+        .unwrap()
+        .unwrap();
+    assert!(cosine(&mapped, &adapter.apply(&raw)) > 0.99999);
+    assert!(
+        cosine(&mapped, &raw) < 0.9999,
+        "the adapter moved the query"
+    );
+
+    // A named adapter of another model is refused, naming the setting.
+    let err = LocalEmbedder::load_with(
+        &mpnet_dir(),
+        &LoadOptions::new(DEFAULT_MAX_TOKENS)
+            .query_adapter(AdapterChoice::Named("weft-query-1".into())),
+    )
+    .unwrap_err();
+    assert!(matches!(err, LoadError::QueryAdapter(_)), "{err}");
+    assert!(err.to_string().contains("embedding.query_adapter"), "{err}");
 }

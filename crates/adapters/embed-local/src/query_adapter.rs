@@ -1,0 +1,227 @@
+//! Learned query adapters: a linear map weft learned for one model's query
+//! vectors (issue 34), applied after the model and before the search.
+//!
+//! A query `q` becomes `W q / |W q|`; chunks are embedded untouched, so an
+//! adapter never changes what an index stores and never asks for a
+//! re-index. An adapter is trained for one model's vector space, by
+//! `tools/train/` on public code and documentation that no evaluation set
+//! uses (`tools/train/README.md`), and built into weft: the default install
+//! has it without fetching anything.
+//!
+//! `embedding.query_adapter` chooses: `none` (the default: the model's own
+//! query vectors), `auto` (the adapter trained for the loaded model, if
+//! weft has one) or an adapter by name. `weft-query-1` is opt-in: it gains
+//! on code and on Hugo's docs but loses on Node.js's (bench/RESULTS.md,
+//! "A learned query adapter"), so it is not the default.
+
+/// A learned linear map over query vectors.
+#[derive(Clone, PartialEq)]
+pub struct QueryAdapter {
+    name: &'static str,
+    model: &'static str,
+    dimension: usize,
+    /// Row-major `dimension × dimension`.
+    matrix: Vec<f32>,
+}
+
+impl std::fmt::Debug for QueryAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryAdapter")
+            .field("name", &self.name)
+            .field("model", &self.model)
+            .field("dimension", &self.dimension)
+            .finish()
+    }
+}
+
+/// An adapter built into weft: its name, the model id it was trained for,
+/// the dimension and the matrix (little-endian f32, row-major).
+struct BuiltIn {
+    name: &'static str,
+    model: &'static str,
+    dimension: usize,
+    bytes: &'static [u8],
+}
+
+/// The adapters weft ships. Their training commands, data and figures are
+/// in `tools/train/README.md` and bench/RESULTS.md.
+const BUILT_IN: &[BuiltIn] = &[BuiltIn {
+    name: "weft-query-1",
+    model: "all-MiniLM-L6-v2",
+    dimension: 384,
+    bytes: include_bytes!("../learned/weft-query-1.f32"),
+}];
+
+/// Which adapter to load (`embedding.query_adapter`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum AdapterChoice {
+    /// The adapter trained for the loaded model, if weft has one.
+    Auto,
+    /// None: the model's own query vectors (the default).
+    #[default]
+    Off,
+    /// This adapter, which must be trained for the loaded model.
+    Named(String),
+}
+
+impl AdapterChoice {
+    /// Reads `embedding.query_adapter`: `none`, `auto` or a name.
+    pub fn parse(setting: &str) -> Self {
+        match setting.trim() {
+            "auto" => AdapterChoice::Auto,
+            "" | "none" => AdapterChoice::Off,
+            name => AdapterChoice::Named(name.to_owned()),
+        }
+    }
+}
+
+/// The names of the adapters weft ships, for messages and `--help`.
+pub fn built_in_names() -> Vec<&'static str> {
+    BUILT_IN.iter().map(|b| b.name).collect()
+}
+
+impl QueryAdapter {
+    /// Resolves `choice` for the model `model_id` of `dimension`: `Ok(None)`
+    /// when no adapter applies, an error naming what is wrong when a named
+    /// adapter does not exist or was trained for another model.
+    pub fn resolve(
+        choice: &AdapterChoice,
+        model_id: &str,
+        dimension: usize,
+    ) -> Result<Option<Self>, String> {
+        let found = match choice {
+            AdapterChoice::Off => return Ok(None),
+            AdapterChoice::Auto => match BUILT_IN
+                .iter()
+                .find(|b| b.model == model_id && b.dimension == dimension)
+            {
+                Some(b) => b,
+                None => return Ok(None),
+            },
+            AdapterChoice::Named(name) => {
+                let Some(b) = BUILT_IN.iter().find(|b| b.name == name) else {
+                    return Err(format!(
+                        "no query adapter named {name:?}: weft has {} (or `auto`, `none`)",
+                        built_in_names().join(", ")
+                    ));
+                };
+                if b.model != model_id || b.dimension != dimension {
+                    return Err(format!(
+                        "query adapter {name:?} was trained for {} ({} dimensions), not for {model_id} ({dimension})",
+                        b.model, b.dimension
+                    ));
+                }
+                b
+            }
+        };
+        Self::from_bytes(found).map(Some)
+    }
+
+    fn from_bytes(b: &BuiltIn) -> Result<Self, String> {
+        if b.bytes.len() != b.dimension * b.dimension * 4 {
+            return Err(format!(
+                "query adapter {}: {} bytes, not a {d}×{d} f32 matrix",
+                b.name,
+                b.bytes.len(),
+                d = b.dimension
+            ));
+        }
+        let matrix = b
+            .bytes
+            .chunks_exact(4)
+            .map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]]))
+            .collect();
+        Ok(Self {
+            name: b.name,
+            model: b.model,
+            dimension: b.dimension,
+            matrix,
+        })
+    }
+
+    /// Its name, e.g. `weft-query-1`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The model id it was trained for.
+    pub fn model(&self) -> &'static str {
+        self.model
+    }
+
+    /// Maps one query vector: `W q`, scaled to unit length. A vector of
+    /// another length is returned as it is (the embedder checks the
+    /// dimension when it loads the adapter).
+    pub fn apply(&self, query: &[f32]) -> Vec<f32> {
+        if query.len() != self.dimension {
+            return query.to_vec();
+        }
+        let mut out: Vec<f32> = self
+            .matrix
+            .chunks_exact(self.dimension)
+            .map(|row| row.iter().zip(query).map(|(w, x)| w * x).sum())
+            .collect();
+        let norm = out.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > f32::EPSILON {
+            out.iter_mut().for_each(|x| *x /= norm);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_finds_the_adapter_of_the_model_and_none_for_others() {
+        let a = QueryAdapter::resolve(&AdapterChoice::Auto, "all-MiniLM-L6-v2", 384)
+            .unwrap()
+            .expect("MiniLM has one");
+        assert_eq!(a.name(), "weft-query-1");
+        for (model, dim) in [("all-mpnet-base-v2", 768), ("bge-small-en", 384)] {
+            assert_eq!(
+                QueryAdapter::resolve(&AdapterChoice::Auto, model, dim).unwrap(),
+                None
+            );
+        }
+        assert_eq!(
+            QueryAdapter::resolve(&AdapterChoice::Off, "all-MiniLM-L6-v2", 384).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_named_adapter_must_exist_and_fit_the_model() {
+        let e = QueryAdapter::resolve(&AdapterChoice::parse("nope"), "all-MiniLM-L6-v2", 384)
+            .unwrap_err();
+        assert!(e.contains("no query adapter named \"nope\"") && e.contains("weft-query-1"));
+        let e = QueryAdapter::resolve(
+            &AdapterChoice::parse("weft-query-1"),
+            "all-mpnet-base-v2",
+            768,
+        )
+        .unwrap_err();
+        assert!(e.contains("trained for all-MiniLM-L6-v2"), "{e}");
+        assert_eq!(AdapterChoice::parse(" auto "), AdapterChoice::Auto);
+        assert_eq!(AdapterChoice::parse("none"), AdapterChoice::Off);
+    }
+
+    #[test]
+    fn applying_keeps_unit_length_and_moves_the_vector() {
+        let a = QueryAdapter::resolve(&AdapterChoice::Auto, "all-MiniLM-L6-v2", 384)
+            .unwrap()
+            .unwrap();
+        let mut q = vec![0.0f32; 384];
+        q[0] = 0.6;
+        q[1] = 0.8;
+        let y = a.apply(&q);
+        let norm: f32 = y.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-5, "{norm}");
+        let cos: f32 = y.iter().zip(&q).map(|(a, b)| a * b).sum();
+        // Learned, so not the identity; trained close to it (|W - I| is
+        // penalised), so the query keeps most of its direction.
+        assert!(cos < 0.99999 && cos > 0.5, "{cos}");
+        assert_eq!(a.apply(&[1.0, 0.0]), vec![1.0, 0.0]);
+    }
+}
