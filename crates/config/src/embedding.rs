@@ -31,9 +31,10 @@ pub struct EmbeddingConfig {
     /// `tools/train/README.md`): `none` (the default: the model's own query
     /// vectors, the untouched model), `auto` (weft's adapter for the loaded
     /// model, if it has one: `weft-query-1` for all-MiniLM-L6-v2) or an
-    /// adapter's name. Opt-in: `weft-query-1` gains on code but loses on
-    /// some prose (bench/RESULTS.md). Chunks are embedded the same either
-    /// way, so changing it needs no re-index.
+    /// adapter's name. Opt-in: `weft-query-1` gains on most dev corpora but
+    /// loses on Node.js's docs, rxjs and redux toolkit (bench/RESULTS.md).
+    /// Chunks are embedded the same either way, so changing it needs no
+    /// re-index.
     pub query_adapter: String,
     /// Chunks embedded per call (per request, for `http`).
     pub batch_size: usize,

@@ -11,8 +11,9 @@
 //! `embedding.query_adapter` chooses: `none` (the default: the model's own
 //! query vectors), `auto` (the adapter trained for the loaded model, if
 //! weft has one) or an adapter by name. `weft-query-1` is opt-in: it gains
-//! on code and on Hugo's docs but loses on Node.js's (bench/RESULTS.md,
-//! "A learned query adapter"), so it is not the default.
+//! on Java, effect and Hugo's docs but loses on Node.js's docs, rxjs and
+//! redux toolkit (bench/RESULTS.md, "A learned query adapter"), so it is
+//! not the default.
 
 /// A learned linear map over query vectors.
 #[derive(Clone, PartialEq)]
