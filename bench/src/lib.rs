@@ -118,13 +118,12 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// An embedder whose query vectors pass through a learned linear map
-/// (`y = W x`, then unit length); documents are embedded untouched. For
-/// comparing a query-side adapter (issue 34) with `eval-sweep
-/// --query-adapter`.
+/// ([`weft_embed_local::QueryAdapter`], read from a file); documents are
+/// embedded untouched. For measuring a candidate adapter before it is built
+/// in (`eval-sweep --query-adapter`).
 pub struct AdaptedEmbedder {
     inner: std::sync::Arc<dyn weft_core::ports::Embedder>,
-    /// Row-major `dimension × dimension`.
-    matrix: Vec<f32>,
+    adapter: weft_embed_local::QueryAdapter,
 }
 
 impl AdaptedEmbedder {
@@ -136,19 +135,14 @@ impl AdaptedEmbedder {
     ) -> anyhow::Result<Self> {
         let bytes = std::fs::read(path)
             .map_err(|e| anyhow::anyhow!("--query-adapter {}: {e}", path.display()))?;
-        let d = inner.dimension();
-        if bytes.len() != d * d * 4 {
-            anyhow::bail!(
-                "--query-adapter {}: {} bytes, not a {d}×{d} f32 matrix",
-                path.display(),
-                bytes.len()
-            );
-        }
-        let matrix = bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        Ok(Self { inner, matrix })
+        let adapter = weft_embed_local::QueryAdapter::from_matrix(
+            "--query-adapter",
+            "any",
+            inner.dimension(),
+            &bytes,
+        )
+        .map_err(|e| anyhow::anyhow!("{e} ({})", path.display()))?;
+        Ok(Self { inner, adapter })
     }
 }
 
@@ -167,19 +161,7 @@ impl weft_core::ports::Embedder for AdaptedEmbedder {
         &self,
         queries: &[String],
     ) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
-        let d = self.dimension();
         let vectors = self.inner.embed_queries(queries).await?;
-        Ok(vectors
-            .into_iter()
-            .map(|x| {
-                let mut y: Vec<f32> = self
-                    .matrix
-                    .chunks_exact(d)
-                    .map(|row| row.iter().zip(&x).map(|(w, v)| w * v).sum())
-                    .collect();
-                normalize(&mut y);
-                y
-            })
-            .collect())
+        Ok(vectors.iter().map(|v| self.adapter.apply(v)).collect())
     }
 }

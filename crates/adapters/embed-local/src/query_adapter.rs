@@ -119,23 +119,32 @@ impl QueryAdapter {
     }
 
     fn from_bytes(b: &BuiltIn) -> Result<Self, String> {
-        if b.bytes.len() != b.dimension * b.dimension * 4 {
+        Self::from_matrix(b.name, b.model, b.dimension, b.bytes)
+    }
+
+    /// An adapter from a matrix file's bytes (little-endian f32, row-major,
+    /// `dimension × dimension`): the built-in ones, and a candidate being
+    /// measured before it is built in (`eval-sweep --query-adapter`).
+    pub fn from_matrix(
+        name: &'static str,
+        model: &'static str,
+        dimension: usize,
+        bytes: &[u8],
+    ) -> Result<Self, String> {
+        if bytes.len() != dimension * dimension * 4 {
             return Err(format!(
-                "query adapter {}: {} bytes, not a {d}×{d} f32 matrix",
-                b.name,
-                b.bytes.len(),
-                d = b.dimension
+                "query adapter {name}: {} bytes, not a {dimension}×{dimension} f32 matrix",
+                bytes.len()
             ));
         }
-        let matrix = b
-            .bytes
+        let matrix = bytes
             .chunks_exact(4)
             .map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]]))
             .collect();
         Ok(Self {
-            name: b.name,
-            model: b.model,
-            dimension: b.dimension,
+            name,
+            model,
+            dimension,
             matrix,
         })
     }
