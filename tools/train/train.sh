@@ -10,9 +10,10 @@
 # 4. mask_headings.py   every heading of the sampled prose masked, not only the asked ones
 # 5. weft index         the sample, hard copy, into INDEX (default DEST/index)
 # 6. train-candidates   what weft retrieves for each query, with the stored vectors
-# 7. train_query_adapter.py   the map, fixed seed: DEST/weft-query-1.f32
+# 7. train_query_adapter.py   the map, fixed seed: DEST/weft-query-1.f32 (I + D)
+#                             and DEST/weft-query-2.f32 (I + D/2, `auto`'s choice)
 #
-# Then copy DEST/weft-query-1.f32 to crates/adapters/embed-local/learned/ and
+# Then copy DEST/weft-query-*.f32 to crates/adapters/embed-local/learned/ and
 # rebuild. Needs the binaries weft and train-candidates (cargo build
 # --workspace --bins; BIN, default target/debug) and the model
 # (tools/fetch-model.sh, run here). A rerun reuses what is fetched and indexed.
@@ -45,4 +46,8 @@ step "5/7 index";   "$BIN/weft" index --config "$DEST/sample/weft.toml" --data-d
 step "6/7 candidates"; "$BIN/train-candidates" "$DEST/sample/queries.jsonl" --data-dir "$INDEX" --out "$DEST/cands"
 step "7/7 train";   "$DEST/venv/bin/python" "$HERE/train_query_adapter.py" "$DEST/cands" \
                       --out "$DEST/weft-query-1.f32" --final
-sha256sum "$DEST/weft-query-1.f32" "$REPO/crates/adapters/embed-local/learned/weft-query-1.f32"
+                    "$DEST/venv/bin/python" "$HERE/train_query_adapter.py" "$DEST/cands" \
+                      --out "$DEST/weft-query-2.f32" --final --shrink 0.5
+for n in 1 2; do
+  sha256sum "$DEST/weft-query-$n.f32" "$REPO/crates/adapters/embed-local/learned/weft-query-$n.f32"
+done

@@ -30,9 +30,10 @@ pub struct EmbeddingConfig {
     /// `local`: a learned map weft applies to query vectors (issue 34;
     /// `tools/train/README.md`): `none` (the default: the model's own query
     /// vectors, the untouched model), `auto` (weft's adapter for the loaded
-    /// model, if it has one: `weft-query-1` for all-MiniLM-L6-v2) or an
-    /// adapter's name. Opt-in: `weft-query-1` gains on most dev corpora but
-    /// loses on Node.js's docs, rxjs and redux toolkit (bench/RESULTS.md).
+    /// model, if it has one: `weft-query-2` for all-MiniLM-L6-v2) or an
+    /// adapter's name (`weft-query-1`, `weft-query-2`). Opt-in: each gains
+    /// on most dev corpora but loses on rxjs (and `weft-query-1` on Node.js's
+    /// docs and redux toolkit) more than a default may (bench/RESULTS.md).
     /// Chunks are embedded the same either way, so changing it needs no
     /// re-index.
     pub query_adapter: String,

@@ -304,7 +304,7 @@ fn the_query_adapter_maps_queries_and_leaves_chunks_alone() {
         &LoadOptions::new(DEFAULT_MAX_TOKENS).query_adapter(AdapterChoice::Auto),
     )
     .unwrap();
-    assert_eq!(adapted.query_adapter_name(), Some("weft-query-1"));
+    assert_eq!(adapted.query_adapter_name(), Some("weft-query-2"));
     let plain = embedder();
     assert_eq!(plain.query_adapter_name(), None);
 
