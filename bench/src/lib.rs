@@ -117,13 +117,27 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted.get(i).copied().unwrap_or(0.0)
 }
 
-/// An embedder whose query vectors pass through a learned linear map
-/// ([`weft_embed_local::QueryAdapter`], read from a file); documents are
-/// embedded untouched. For measuring a candidate adapter before it is built
-/// in (`eval-sweep --query-adapter`).
+/// An embedder whose documents are embedded by `inner` and whose query
+/// vectors come from a candidate weft cannot load yet: a learned linear map
+/// read from a file (`eval-sweep --query-adapter`), or vectors a query
+/// encoder wrote, keyed by the text weft embeds for a query
+/// (`split_camel_case(query)`; `eval-sweep --query-vectors`, written by
+/// `tools/train/train_query_encoder.py --write-queries`).
 pub struct AdaptedEmbedder {
     inner: std::sync::Arc<dyn weft_core::ports::Embedder>,
-    adapter: weft_embed_local::QueryAdapter,
+    queries: QueryVectors,
+}
+
+/// Where an [`AdaptedEmbedder`]'s query vectors come from.
+enum QueryVectors {
+    /// `inner`'s query vectors through the map.
+    Adapter(weft_embed_local::QueryAdapter),
+    /// Read from `path`. A query missing from it is an error, never a
+    /// fallback to `inner`: one measurement never mixes two encoders.
+    Precomputed {
+        vectors: std::collections::HashMap<String, Vec<f32>>,
+        path: PathBuf,
+    },
 }
 
 impl AdaptedEmbedder {
@@ -142,7 +156,51 @@ impl AdaptedEmbedder {
             &bytes,
         )
         .map_err(|e| anyhow::anyhow!("{e} ({})", path.display()))?;
-        Ok(Self { inner, adapter })
+        Ok(Self {
+            inner,
+            queries: QueryVectors::Adapter(adapter),
+        })
+    }
+
+    /// Wraps `inner` with the query vectors in `path`: one JSON object per
+    /// line, `{"text": …, "vector": […]}`, each of `inner`'s dimension.
+    pub fn precomputed(
+        inner: std::sync::Arc<dyn weft_core::ports::Embedder>,
+        path: &Path,
+    ) -> anyhow::Result<Self> {
+        #[derive(serde::Deserialize)]
+        struct Row {
+            text: String,
+            vector: Vec<f32>,
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("--query-vectors {}: {e}", path.display()))?;
+        let mut vectors = std::collections::HashMap::new();
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let row: Row = serde_json::from_str(line).map_err(|e| {
+                anyhow::anyhow!("--query-vectors {}:{}: {e}", path.display(), i + 1)
+            })?;
+            anyhow::ensure!(
+                row.vector.len() == inner.dimension(),
+                "--query-vectors {}:{}: {} values, the model has {} dimensions",
+                path.display(),
+                i + 1,
+                row.vector.len(),
+                inner.dimension()
+            );
+            vectors.insert(row.text, row.vector);
+        }
+        Ok(Self {
+            inner,
+            queries: QueryVectors::Precomputed {
+                vectors,
+                path: path.to_owned(),
+            },
+        })
     }
 }
 
@@ -161,7 +219,22 @@ impl weft_core::ports::Embedder for AdaptedEmbedder {
         &self,
         queries: &[String],
     ) -> weft_core::ports::PortResult<Vec<Vec<f32>>> {
-        let vectors = self.inner.embed_queries(queries).await?;
-        Ok(vectors.iter().map(|v| self.adapter.apply(v)).collect())
+        match &self.queries {
+            QueryVectors::Adapter(adapter) => {
+                let vectors = self.inner.embed_queries(queries).await?;
+                Ok(vectors.iter().map(|v| adapter.apply(v)).collect())
+            }
+            QueryVectors::Precomputed { vectors, path } => queries
+                .iter()
+                .map(|q| {
+                    vectors.get(q).cloned().ok_or_else(|| {
+                        weft_core::ports::PortError::not_found(
+                            format!("--query-vectors {}", path.display()),
+                            format!("no vector for the query text {q:?}"),
+                        )
+                    })
+                })
+                .collect(),
+        }
     }
 }

@@ -178,60 +178,8 @@ def ndcg_proxy(rows, c, qv, depth=80):
     return hybrid / len(rows), vector / len(rows)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("prefix")
-    ap.add_argument("--model-dir", required=True)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--lr", type=float, default=2e-5)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--temperature", type=float, default=0.05)
-    ap.add_argument("--seed", type=int, default=34)
-    ap.add_argument("--final", action="store_true")
-    ap.add_argument("--eval", nargs="*", default=[])
-    ap.add_argument("--adapter")
-    ap.add_argument(
-        "--mix",
-        type=float,
-        nargs="*",
-        default=[1.0],
-        help="also evaluate the weights taken this far from the model's (WiSE-FT): 0.5 is halfway",
-    )
-    ap.add_argument("--out")
-    args = ap.parse_args()
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(2)
-    rng = np.random.default_rng(args.seed)
-    model = Bert(args.model_dir)
-    dim = model.config["hidden_size"]
-    rows, qd, cd = load(args.prefix, dim)
-    texts = [split_camel_case(r["query"]) for r in rows]
-
-    # Parity: the untouched model here gives the vectors weft dumped.
-    with torch.no_grad():
-        ids, types, mask = model.encode(texts[:32])
-        x = model.embeddings(ids, types)
-        for i in range(model.layers):
-            x = model.layer(i, x, mask)
-        mine = model.pool(x, mask).numpy()
-    cos = (mine * qd[:32]).sum(1)
-    print(f"parity with weft's query vectors: min cos {cos.min():.6f}", file=sys.stderr)
-
-    items = {}
-    for k, r in enumerate(rows):
-        package = r["path"].split("/")[0]
-        cand = [x for x in r["candidates"] if x["uri"].split("/")[0] == package]
-        hits = np.array([x["hit"] for x in cand], dtype=bool)
-        if hits.any() and not hits.all():
-            items[k] = (cd[[x["row"] for x in cand]], hits, package)
-    train = [k for k, v in items.items() if args.final or not held_out(v[2])]
-    val = {k: v[:2] for k, v in items.items() if held_out(v[2])}
-    started = time.time()
-    states = lower(model, texts, args.layers)
-    print(f"{len(train)} training queries, {len(val)} held out; lower layers {time.time() - started:.0f}s", file=sys.stderr)
-
-    names = [k for k in model.w if any(k.startswith(f"encoder.layer.{i}.") for i in range(model.layers - args.layers, model.layers))]
+def fine_tune(model, args, rng, rows, qd, states, items, train, val, names, started):
+    """Trains the top layers; returns every weight, the top ones tuned."""
     params = {k: model.w[k].clone().requires_grad_(True) for k in names}
     opt = torch.optim.AdamW(params.values(), lr=args.lr, weight_decay=0.0)
 
@@ -269,8 +217,76 @@ def main():
         qv = encode_all(w)
         print(f"epoch {epoch + 1}: loss {total / len(train):.4f}, held-out MRR@10 {mrr10(qv, val):.4f} ({time.time() - started:.0f}s)", file=sys.stderr, flush=True)
 
-    final = {**model.w, **{k: v.detach() for k, v in params.items()}}
-    if args.out:
+    return {**model.w, **{k: v.detach() for k, v in params.items()}}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("prefix")
+    ap.add_argument("--model-dir", required=True)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--lr", type=float, default=2e-5)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--temperature", type=float, default=0.05)
+    ap.add_argument("--seed", type=int, default=34)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--final", action="store_true")
+    ap.add_argument("--eval", nargs="*", default=[])
+    ap.add_argument("--adapter")
+    ap.add_argument(
+        "--mix",
+        type=float,
+        nargs="*",
+        default=[1.0],
+        help="also evaluate the weights taken this far from the model's (WiSE-FT): 0.5 is halfway",
+    )
+    ap.add_argument("--out", help="write the learned delta of the top layers (safetensors)")
+    ap.add_argument("--load-delta", help="skip training: evaluate this --out file instead")
+    ap.add_argument(
+        "--write-queries",
+        help="a directory: per --eval dump and --mix, the query vectors as eval-sweep "
+        "--query-vectors reads them (DIR/<dump>-mix<m>.jsonl)",
+    )
+    args = ap.parse_args()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(args.seed)
+    model = Bert(args.model_dir)
+    dim = model.config["hidden_size"]
+    rows, qd, cd = load(args.prefix, dim)
+    texts = [split_camel_case(r["query"]) for r in rows]
+
+    # Parity: the untouched model here gives the vectors weft dumped.
+    with torch.no_grad():
+        ids, types, mask = model.encode(texts[:32])
+        x = model.embeddings(ids, types)
+        for i in range(model.layers):
+            x = model.layer(i, x, mask)
+        mine = model.pool(x, mask).numpy()
+    cos = (mine * qd[:32]).sum(1)
+    print(f"parity with weft's query vectors: min cos {cos.min():.6f}", file=sys.stderr)
+
+    items = {}
+    for k, r in enumerate(rows):
+        package = r["path"].split("/")[0]
+        cand = [x for x in r["candidates"] if x["uri"].split("/")[0] == package]
+        hits = np.array([x["hit"] for x in cand], dtype=bool)
+        if hits.any() and not hits.all():
+            items[k] = (cd[[x["row"] for x in cand]], hits, package)
+    train = [k for k, v in items.items() if args.final or not held_out(v[2])]
+    val = {k: v[:2] for k, v in items.items() if held_out(v[2])}
+    started = time.time()
+    states = lower(model, texts, args.layers)
+    print(f"{len(train)} training queries, {len(val)} held out; lower layers {time.time() - started:.0f}s", file=sys.stderr)
+
+    names = [k for k in model.w if any(k.startswith(f"encoder.layer.{i}.") for i in range(model.layers - args.layers, model.layers))]
+    if args.load_delta:
+        delta = load_file(args.load_delta)
+        final = {**model.w, **{k: model.w[k] + delta[k].float() for k in names}}
+    else:
+        final = fine_tune(model, args, rng, rows, qd, states, items, train, val, names, started)
+    if args.out and not args.load_delta:
         save_file({k: (final[k] - model.w[k]).contiguous() for k in names}, args.out)
     adapter = None
     if args.adapter:
@@ -284,6 +300,12 @@ def main():
             with torch.no_grad():
                 tuned = torch.cat([upper(model, dstates[s : s + 128], args.layers, w) for s in range(0, len(dstates), 128)])
             variants[f"tuned×{m}"] = tuned.numpy()
+            if args.write_queries:
+                name = prefix.rstrip("/").rsplit("/", 1)[-1]
+                with open(f"{args.write_queries}/{name}-mix{m}.jsonl", "w") as out:
+                    for r, v in zip(drows, variants[f"tuned×{m}"]):
+                        text = split_camel_case(r["query"])
+                        out.write(json.dumps({"text": text, "vector": [float(x) for x in v]}) + "\n")
         if adapter is not None:
             a = dq @ adapter.T
             variants["adapter"] = a / np.linalg.norm(a, axis=1, keepdims=True)

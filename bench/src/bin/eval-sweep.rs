@@ -84,6 +84,12 @@ struct Args {
     /// row-major) applied to every query vector: settings then run with it.
     #[arg(long)]
     query_adapter: Option<PathBuf>,
+    /// Query vectors made by a query encoder weft cannot load yet (JSON
+    /// lines `{"text", "vector"}`, keyed by the text weft embeds for the
+    /// query; `tools/train/train_query_encoder.py --write-queries`):
+    /// settings then search with them. A query missing from the file fails.
+    #[arg(long, conflicts_with = "query_adapter")]
+    query_vectors: Option<PathBuf>,
 }
 
 /// Applies `key=value` pairs (dotted keys) to the retrieval config; `mode` is returned apart.
@@ -151,6 +157,9 @@ fn main() -> anyhow::Result<()> {
     let mut model: Arc<dyn Embedder> = Arc::new(model);
     if let Some(path) = &args.query_adapter {
         model = Arc::new(weft_bench::AdaptedEmbedder::load(model, path)?);
+    }
+    if let Some(path) = &args.query_vectors {
+        model = Arc::new(weft_bench::AdaptedEmbedder::precomputed(model, path)?);
     }
     let embedder: Arc<dyn Embedder> = Arc::new(CachingEmbedder::new(model));
 
