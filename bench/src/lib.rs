@@ -162,38 +162,12 @@ impl AdaptedEmbedder {
         })
     }
 
-    /// Wraps `inner` with the query vectors in `path`: one JSON object per
-    /// line, `{"text": …, "vector": […]}`, each of `inner`'s dimension.
+    /// Wraps `inner` with the query vectors in `path` ([`read_query_vectors`]).
     pub fn precomputed(
         inner: std::sync::Arc<dyn weft_core::ports::Embedder>,
         path: &Path,
     ) -> anyhow::Result<Self> {
-        #[derive(serde::Deserialize)]
-        struct Row {
-            text: String,
-            vector: Vec<f32>,
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("--query-vectors {}: {e}", path.display()))?;
-        let mut vectors = std::collections::HashMap::new();
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            let row: Row = serde_json::from_str(line).map_err(|e| {
-                anyhow::anyhow!("--query-vectors {}:{}: {e}", path.display(), i + 1)
-            })?;
-            anyhow::ensure!(
-                row.vector.len() == inner.dimension(),
-                "--query-vectors {}:{}: {} values, the model has {} dimensions",
-                path.display(),
-                i + 1,
-                row.vector.len(),
-                inner.dimension()
-            );
-            vectors.insert(row.text, row.vector);
-        }
+        let vectors = read_query_vectors(path, inner.dimension())?;
         Ok(Self {
             inner,
             queries: QueryVectors::Precomputed {
@@ -202,6 +176,40 @@ impl AdaptedEmbedder {
             },
         })
     }
+}
+
+/// Reads query vectors: one JSON object per line, `{"text": …, "vector":
+/// […]}`, each of `dimension` values. Errors name the flag, the file and
+/// the line.
+pub fn read_query_vectors(
+    path: &Path,
+    dimension: usize,
+) -> anyhow::Result<std::collections::HashMap<String, Vec<f32>>> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        text: String,
+        vector: Vec<f32>,
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("--query-vectors {}: {e}", path.display()))?;
+    let mut vectors = std::collections::HashMap::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let row: Row = serde_json::from_str(line)
+            .map_err(|e| anyhow::anyhow!("--query-vectors {}:{}: {e}", path.display(), i + 1))?;
+        anyhow::ensure!(
+            row.vector.len() == dimension,
+            "--query-vectors {}:{}: {} values, the model has {dimension} dimensions",
+            path.display(),
+            i + 1,
+            row.vector.len(),
+        );
+        vectors.insert(row.text, row.vector);
+    }
+    Ok(vectors)
 }
 
 #[async_trait::async_trait]
@@ -236,5 +244,39 @@ impl weft_core::ports::Embedder for AdaptedEmbedder {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_vectors_are_read_and_bad_lines_are_refused_by_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.jsonl");
+        std::fs::write(
+            &path,
+            "{\"text\": \"parse config\", \"vector\": [0.6, 0.8]}\n\n",
+        )
+        .unwrap();
+        let vectors = read_query_vectors(&path, 2).unwrap();
+        assert_eq!(vectors["parse config"], vec![0.6, 0.8]);
+
+        let e = read_query_vectors(&path, 3).unwrap_err().to_string();
+        assert!(
+            e.contains("q.jsonl:1: 2 values, the model has 3 dimensions"),
+            "{e}"
+        );
+        std::fs::write(&path, "{\"text\": \"a\", \"vector\": [1.0]}\nnot json\n").unwrap();
+        let e = read_query_vectors(&path, 1).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--query-vectors ") && e.contains("q.jsonl:2: "),
+            "{e}"
+        );
+        let e = read_query_vectors(&dir.path().join("missing.jsonl"), 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing.jsonl"), "{e}");
     }
 }

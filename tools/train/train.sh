@@ -44,10 +44,8 @@ step "4/7 mask";    python3 "$HERE/mask_headings.py" "$DEST"
 step "5/7 index";   "$BIN/weft" index --config "$DEST/sample/weft.toml" --data-dir "$INDEX" \
                       --project weft-train-hard "$DEST/sample/tree"
 step "6/7 candidates"; "$BIN/train-candidates" "$DEST/sample/queries.jsonl" --data-dir "$INDEX" --out "$DEST/cands"
-step "7/7 train";   "$DEST/venv/bin/python" "$HERE/train_query_adapter.py" "$DEST/cands" \
-                      --out "$DEST/weft-query-1.f32" --final
-                    "$DEST/venv/bin/python" "$HERE/train_query_adapter.py" "$DEST/cands" \
-                      --out "$DEST/weft-query-2.f32" --final --shrink 0.5
+step "7/7 train";   "$DEST/venv/bin/python" "$HERE/train_query_adapter.py" "$DEST/cands" --final \
+                      --out "$DEST/weft-query-1.f32" --shrunk-out "$DEST/weft-query-2.f32" --shrink 0.5
 for n in 1 2; do
   sha256sum "$DEST/weft-query-$n.f32" "$REPO/crates/adapters/embed-local/learned/weft-query-$n.f32"
 done

@@ -11,7 +11,7 @@ are untouched, so no index is embedded again. Loss: for each query, the
 softmax over its candidates of cos(q', d) / T, minus the log of the mass on
 its hits, plus `l2` |D|^2. Adam, fixed seed, whole-list batches.
 
-  train_query_adapter.py PREFIX --out adapter.f32 [--epochs 8] [--l2 ...] [--shrink 0.5]
+  train_query_adapter.py PREFIX --out adapter.f32 [--shrunk-out half.f32 [--shrink 0.5]] [--epochs 8] [--l2 ...]
 
 Writes the matrix W as little-endian f32, row-major (what `eval-sweep
 --query-adapter` and weft read), and prints held-out figures per epoch:
@@ -139,10 +139,14 @@ def main():
     ap.add_argument("--seed", type=int, default=34)
     ap.add_argument("--final", action="store_true", help="train on every package (no hold-out)")
     ap.add_argument(
+        "--shrunk-out",
+        help="also write I + s·D here, from the same training (s: --shrink)",
+    )
+    ap.add_argument(
         "--shrink",
         type=float,
-        default=1.0,
-        help="write I + s·D instead of I + D (s in (0, 1]: halfway to the identity at 0.5)",
+        default=0.5,
+        help="s for --shrunk-out, in (0, 1]: halfway to the identity at 0.5",
     )
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
@@ -168,16 +172,20 @@ def main():
     )
     started = time.time()
     w = train(tr, args.dim, args, rng, val)
-    if args.shrink != 1.0:
+    print(f"{time.time() - started:.0f}s of training")
+    outputs = [(args.out, w)]
+    if args.shrunk_out:
         eye = np.eye(args.dim)
-        w = eye + args.shrink * (w - eye)
+        shrunk = eye + args.shrink * (w - eye)
         print(
-            f"shrunk by {args.shrink}: held-out MRR@10 (vector alone) {mrr10(val, w):.4f}",
+            f"shrunk by {args.shrink}: held-out MRR@10 (vector alone) {mrr10(val, shrunk):.4f}",
             file=sys.stderr,
         )
-    w.astype("<f4").tofile(args.out)
-    digest = hashlib.sha256(open(args.out, "rb").read()).hexdigest()
-    print(f"wrote {args.out} ({time.time() - started:.0f}s of training), sha256 {digest}")
+        outputs.append((args.shrunk_out, shrunk))
+    for path, matrix in outputs:
+        matrix.astype("<f4").tofile(path)
+        digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
+        print(f"wrote {path}, sha256 {digest}")
 
 
 if __name__ == "__main__":

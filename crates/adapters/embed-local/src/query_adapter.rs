@@ -52,7 +52,7 @@ struct BuiltIn {
 /// loaded model. Their training commands, data and figures are in
 /// `tools/train/README.md` and bench/RESULTS.md.
 const BUILT_IN: &[BuiltIn] = &[
-    // `train_query_adapter.py --final --shrink 0.5`: I + D/2.
+    // `train_query_adapter.py --final --shrunk-out F --shrink 0.5`: I + D/2.
     BuiltIn {
         name: "weft-query-2",
         model: "all-MiniLM-L6-v2",
