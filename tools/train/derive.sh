@@ -11,12 +11,15 @@
 #
 # which writes the query set and its hard copy <name>.hard/ beside it (doc comments
 # blanked, asked headings masked; test/example/generated files are not asked about).
-# Then the leakage guard drops every row whose query (case-folded, whitespace
+# With DTS_PAIRS=1, dts_pairs.py then adds, for npm packages, pairs whose doc is in a
+# .d.ts and whose implementation is in the compiled .js beside it (a screen that did not
+# pay: bench/RESULTS.md; off by default, so the built-in adapters' data stay as they
+# are). Then the leakage guard drops every row whose query (case-folded, whitespace
 # normalised) equals a query of the evaluation sets (shared/eval/queries/{java,ts,md}.jsonl);
 # the unfiltered set is kept as <name>.jsonl.unfiltered.
 #
 # Writes DEST/derived/summary.tsv: registry name version lang code prose leak_dropped kept.
-# Env: WEFT (binary, default target/debug/weft of this checkout), EVAL_QUERIES (dir of the eval sets, default ../shared/eval/queries beside the checkout).
+# Env: WEFT (binary, default target/debug/weft of this checkout), EVAL_QUERIES (dir of the eval sets, default ../shared/eval/queries beside the checkout), DTS_PAIRS (1: the .d.ts pairs above).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEST=${1:-$HOME/.cache/weft-train}
@@ -112,6 +115,11 @@ while IFS=$'\t' read -r reg name ver lic sha; do
   if ! (cd "$OUT" && nice -n 10 "$WEFT" eval --derive "$pkg" "$OUT/$s.jsonl" --name "$s" --derive-only --json \
         --config "$cfg" >"$OUT/$s.stats.json" 2>"$OUT/$s.err"); then
     log "FAILED $reg $name: $(tail -n 1 "$OUT/$s.err")"; failed+=("$name"); continue
+  fi
+  if [ "$reg" = npm ] && [ "${DTS_PAIRS:-0}" = 1 ]; then
+    # Docs kept only in the .d.ts beside compiled JavaScript: declaration doc -> implementation.
+    dts=$(python3 "$HERE/dts_pairs.py" "$pkg" "$OUT/$s.jsonl" "$OUT/$s.hard")
+    log "npm $name: $dts more code pairs from .d.ts docs (dts_pairs.py)"
   fi
   mv "$OUT/$s.jsonl" "$OUT/$s.jsonl.unfiltered"
   read -r code prose dropped kept < <(python3 - "$OUT/$s.jsonl.unfiltered" "$OUT/$s.jsonl" "$EVALQ" <<'PY'

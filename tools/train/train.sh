@@ -1,5 +1,5 @@
 #!/bin/bash
-# Trains weft's query adapter from nothing but the allow-listed packages, in
+# Trains weft's query adapters from nothing but the allow-listed packages, in
 # one command (issue 34; the steps and their figures: README.md here).
 #
 #   tools/train/train.sh [DEST]      (DEST defaults to ~/.cache/weft-train)
@@ -11,9 +11,13 @@
 # 5. weft index         the sample, hard copy, into INDEX (default DEST/index)
 # 6. train-candidates   what weft retrieves for each query, with the stored vectors
 # 7. train_query_adapter.py   the map, fixed seed: DEST/weft-query-1.f32 (I + D)
-#                             and DEST/weft-query-2.f32 (I + D/2, `auto`'s choice)
+#                             and DEST/weft-query-2.f32 (I + D/2)
+# 8. train_query_encoder.py   the query encoder, fixed seed, PyTorch on CPU in
+#                             DEST/venv-torch: DEST/weft-query-3.safetensors
+#                             (half of what one epoch changed in MiniLM's top
+#                             two layers, f16; `auto`'s choice)
 #
-# Then copy DEST/weft-query-*.f32 to crates/adapters/embed-local/learned/ and
+# Then copy DEST/weft-query-* to crates/adapters/embed-local/learned/ and
 # rebuild. Needs the binaries weft and train-candidates (cargo build
 # --workspace --bins; BIN, default target/debug) and the model
 # (tools/fetch-model.sh, run here). A rerun reuses what is fetched and indexed.
@@ -36,16 +40,26 @@ if [ ! -x "$DEST/venv/bin/python" ]; then
   python3 -m venv "$DEST/venv"
   "$DEST/venv/bin/pip" install -q --disable-pip-version-check numpy==2.4.6
 fi
+if [ ! -x "$DEST/venv-torch/bin/python" ]; then
+  # PyTorch from PyPI (its CUDA dependencies come along; it runs on the CPU).
+  python3 -m venv "$DEST/venv-torch"
+  "$DEST/venv-torch/bin/pip" install -q --disable-pip-version-check \
+    torch==2.15.0 tokenizers==0.23.3 safetensors==0.8.0 numpy==2.4.6
+fi
 
-step "1/7 fetch";   "$HERE/fetch-sources.sh" "$DEST"
-step "2/7 derive";  WEFT="$BIN/weft" "$HERE/derive.sh" "$DEST"
-step "3/7 sample";  python3 "$HERE/sample.py" "$DEST" --max-bytes 200000
-step "4/7 mask";    python3 "$HERE/mask_headings.py" "$DEST"
-step "5/7 index";   "$BIN/weft" index --config "$DEST/sample/weft.toml" --data-dir "$INDEX" \
+step "1/8 fetch";   "$HERE/fetch-sources.sh" "$DEST"
+step "2/8 derive";  WEFT="$BIN/weft" "$HERE/derive.sh" "$DEST"
+step "3/8 sample";  python3 "$HERE/sample.py" "$DEST" --max-bytes 200000
+step "4/8 mask";    python3 "$HERE/mask_headings.py" "$DEST"
+step "5/8 index";   "$BIN/weft" index --config "$DEST/sample/weft.toml" --data-dir "$INDEX" \
                       --project weft-train-hard "$DEST/sample/tree"
-step "6/7 candidates"; "$BIN/train-candidates" "$DEST/sample/queries.jsonl" --data-dir "$INDEX" --out "$DEST/cands"
-step "7/7 train";   "$DEST/venv/bin/python" "$HERE/train_query_adapter.py" "$DEST/cands" --final \
+step "6/8 candidates"; "$BIN/train-candidates" "$DEST/sample/queries.jsonl" --data-dir "$INDEX" --out "$DEST/cands"
+step "7/8 train";   "$DEST/venv/bin/python" "$HERE/train_query_adapter.py" "$DEST/cands" --final \
                       --out "$DEST/weft-query-1.f32" --shrunk-out "$DEST/weft-query-2.f32" --shrink 0.5
-for n in 1 2; do
-  sha256sum "$DEST/weft-query-$n.f32" "$REPO/crates/adapters/embed-local/learned/weft-query-$n.f32"
+step "8/8 train the query encoder (~3-8 min)"
+"$DEST/venv-torch/bin/python" "$HERE/train_query_encoder.py" "$DEST/cands" --model-dir "$MODEL" \
+  --layers 2 --epochs 1 --lr 5e-5 --final --threads 2 \
+  --out "$DEST/weft-query-3-delta.safetensors" --ship-out "$DEST/weft-query-3.safetensors"
+for f in weft-query-1.f32 weft-query-2.f32 weft-query-3.safetensors; do
+  sha256sum "$DEST/$f" "$REPO/crates/adapters/embed-local/learned/$f"
 done

@@ -244,6 +244,13 @@ def main():
     ap.add_argument("--out", help="write the learned delta of the top layers (safetensors)")
     ap.add_argument("--load-delta", help="skip training: evaluate this --out file instead")
     ap.add_argument(
+        "--ship-out",
+        help="write the delta weft builds in: --ship-mix times the learned delta, as f16 safetensors "
+        "(crates/adapters/embed-local/learned/)",
+    )
+    ap.add_argument("--ship-mix", type=float, default=0.5, help="the mix --ship-out bakes in (default 0.5)")
+    ap.add_argument("--ship-name", default="weft-query-3", help="the name --ship-out records (default weft-query-3)")
+    ap.add_argument(
         "--write-queries",
         help="a directory: per --eval dump and --mix, the query vectors as eval-sweep "
         "--query-vectors reads them (DIR/<dump>-mix<m>.jsonl)",
@@ -288,6 +295,15 @@ def main():
         final = fine_tune(model, args, rng, rows, qd, states, items, train, val, names, started)
     if args.out and not args.load_delta:
         save_file({k: (final[k] - model.w[k]).contiguous() for k in names}, args.out)
+    if args.ship_out:
+        # weft adds these to the model's weights for the query encoder
+        # (graph::WeightDelta); f16 halves the file and moves a query vector
+        # by less than 1e-5.
+        shipped = {k: (args.ship_mix * (final[k] - model.w[k])).half().contiguous() for k in names}
+        # One metadata key: safetensors writes a dict of several in a
+        # different order each run, and the file must rebuild byte for byte.
+        meta = {"name": args.ship_name, "model": args.model_dir.rstrip("/").rsplit("/", 1)[-1], "mix": str(args.ship_mix)}
+        save_file(shipped, args.ship_out, metadata={"weft": json.dumps(meta, sort_keys=True)})
     adapter = None
     if args.adapter:
         adapter = np.fromfile(args.adapter, dtype="<f4").reshape(dim, dim)

@@ -27,15 +27,17 @@ pub struct EmbeddingConfig {
     /// `fp32`). It enters the index identity: documents embedded in another
     /// precision are embedded again.
     pub precision: EmbeddingPrecision,
-    /// `local`: a learned map weft applies to query vectors (issue 34;
-    /// `tools/train/README.md`): `none` (the default: the model's own query
-    /// vectors, the untouched model), `auto` (weft's adapter for the loaded
-    /// model, if it has one: `weft-query-2` for all-MiniLM-L6-v2) or an
-    /// adapter's name (`weft-query-1`, `weft-query-2`). Opt-in: each gains
-    /// on most dev corpora but loses on rxjs (and `weft-query-1` on Node.js's
-    /// docs and redux toolkit) more than a default may (bench/RESULTS.md).
-    /// Chunks are embedded the same either way, so changing it needs no
-    /// re-index.
+    /// `local`: what weft learned about queries (issue 34;
+    /// `tools/train/README.md`), applied to query vectors only: `none` (the
+    /// default: the untouched model), `auto` (weft's adapter for the loaded
+    /// model, if it has one: `weft-query-3` for all-MiniLM-L6-v2) or an
+    /// adapter's name: `weft-query-3` (a query encoder: the model's top two
+    /// layers fine-tuned for queries, in one more ONNX session: ~120 MB) or
+    /// the linear maps `weft-query-2` and `weft-query-1`. Opt-in: each gains
+    /// on most dev corpora but loses on one (redux toolkit for
+    /// `weft-query-3`, rxjs for `weft-query-2`) more than a default may
+    /// (bench/RESULTS.md). Chunks are embedded the same either way, so
+    /// changing it needs no re-index.
     pub query_adapter: String,
     /// Chunks embedded per call (per request, for `http`).
     pub batch_size: usize,

@@ -211,15 +211,93 @@ impl Spec {
     }
 }
 
+/// Learned changes to some of a model's weights (a query encoder's top
+/// layers, [`crate::query_adapter`]): a safetensors file of F16 or F32
+/// tensors named as in `model.safetensors` (without a `bert.` prefix), each
+/// added to the model's tensor of the same name and shape when the graph is
+/// built.
+#[derive(Clone, PartialEq)]
+pub struct WeightDelta {
+    tensors: HashMap<String, (Vec<usize>, Vec<f32>)>,
+}
+
+impl std::fmt::Debug for WeightDelta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&String> = self.tensors.keys().collect();
+        names.sort();
+        f.debug_struct("WeightDelta")
+            .field("tensors", &names)
+            .finish()
+    }
+}
+
+impl WeightDelta {
+    /// Reads a safetensors file's bytes: F16 or F32 tensors.
+    pub fn parse(bytes: &[u8]) -> Result<Self> {
+        let file = SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
+        let mut tensors = HashMap::new();
+        for (name, view) in file.tensors() {
+            let values: Vec<f32> = match view.dtype() {
+                safetensors::Dtype::F32 => view
+                    .data()
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect(),
+                safetensors::Dtype::F16 => view
+                    .data()
+                    .chunks_exact(2)
+                    .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+                    .collect(),
+                other => return Err(format!("{name}: {other:?} (F16 or F32 expected)")),
+            };
+            tensors.insert(name, (view.shape().to_vec(), values));
+        }
+        if tensors.is_empty() {
+            return Err("no tensors".into());
+        }
+        Ok(Self { tensors })
+    }
+
+    /// The names of the tensors it changes.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.tensors.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+/// An IEEE 754 half-precision value (its bits) as f32: exact.
+pub fn f16_to_f32(bits: u16) -> f32 {
+    let sign = u32::from(bits >> 15) << 31;
+    let exponent = u32::from((bits >> 10) & 0x1f);
+    let mantissa = u32::from(bits & 0x3ff);
+    let magnitude = match exponent {
+        // Zero and subnormals: mantissa · 2^-24.
+        0 => {
+            let value = mantissa as f32 / 16_777_216.0;
+            return if sign == 0 { value } else { -value };
+        }
+        // Infinities and NaNs.
+        0x1f => 0x7f80_0000 | (mantissa << 13),
+        _ => ((exponent + 127 - 15) << 23) | (mantissa << 13),
+    };
+    f32::from_bits(sign | magnitude)
+}
+
 /// The weights of `model.safetensors`, looked up with or without a
-/// `bert.` / `mpnet.` prefix.
+/// `bert.` / `mpnet.` prefix, with a [`WeightDelta`] added if one is given.
 struct Weights<'a> {
     tensors: SafeTensors<'a>,
     prefix: &'static str,
+    delta: Option<&'a WeightDelta>,
 }
 
 impl<'a> Weights<'a> {
-    fn new(bytes: &'a [u8], architecture: Architecture) -> Result<Self, String> {
+    fn new(
+        bytes: &'a [u8],
+        architecture: Architecture,
+        delta: Option<&'a WeightDelta>,
+    ) -> Result<Self, String> {
         let tensors = SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
         let names: Vec<String> = tensors.names().into_iter().map(str::to_owned).collect();
         let with = |prefix: &str| {
@@ -233,7 +311,26 @@ impl<'a> Weights<'a> {
             _ if with("") => "",
             _ => return Err("no embeddings.word_embeddings.weight".into()),
         };
-        Ok(Weights { tensors, prefix })
+        if let Some(delta) = delta {
+            // Every changed tensor must be one of the model's, of its shape.
+            for (name, (shape, _)) in &delta.tensors {
+                let full = format!("{prefix}{name}");
+                let view = tensors.tensor(&full).map_err(|_| {
+                    format!("the delta changes {name}, which the model does not have")
+                })?;
+                if view.shape() != shape.as_slice() {
+                    return Err(format!(
+                        "the delta's {name} has shape {shape:?}, the model's {:?}",
+                        view.shape()
+                    ));
+                }
+            }
+        }
+        Ok(Weights {
+            tensors,
+            prefix,
+            delta,
+        })
     }
 
     /// The tensor `name` as f32 values, with its shape.
@@ -249,11 +346,14 @@ impl<'a> Weights<'a> {
                 view.dtype()
             ));
         }
-        let values = view
+        let mut values: Vec<f32> = view
             .data()
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
+        if let Some((_, change)) = self.delta.and_then(|d| d.tensors.get(name)) {
+            values.iter_mut().zip(change).for_each(|(v, d)| *v += d);
+        }
         Ok((view.shape().to_vec(), values))
     }
 
@@ -555,8 +655,18 @@ pub fn relative_position_bucket(relative: i64, buckets: usize) -> i64 {
 
 /// Builds the encoder of `spec` from the safetensors file `bytes`, for
 /// texts of at most `max_tokens` tokens, its linear layers in `precision`.
-pub fn build(spec: &Spec, bytes: &[u8], max_tokens: usize, precision: Precision) -> Result<Model> {
-    let w = Weights::new(bytes, spec.architecture)?;
+///
+/// With `delta`, its tensors are added to the model's first (a query
+/// encoder's weights); a tensor the model lacks, or of another shape, is an
+/// error.
+pub fn build(
+    spec: &Spec,
+    bytes: &[u8],
+    max_tokens: usize,
+    precision: Precision,
+    delta: Option<&WeightDelta>,
+) -> Result<Model> {
+    let w = Weights::new(bytes, spec.architecture, delta)?;
     let mut b = Builder {
         graph: Graph::new().map_err(ort_error)?,
         next: 0,
@@ -783,6 +893,69 @@ pub fn build(spec: &Spec, bytes: &[u8], max_tokens: usize, precision: Precision)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn half_precision_values_convert_exactly() {
+        for (bits, value) in [
+            (0x3c00, 1.0f32),
+            (0xc000, -2.0),
+            (0x3555, 0.333_251_95),
+            (0x7bff, 65504.0),
+            (0x0400, 1.0 / 16384.0),          // the smallest normal, 2^-14
+            (0x0001, 1.0 / 16_777_216.0),     // the smallest subnormal, 2^-24
+            (0x83ff, -1023.0 / 16_777_216.0), // the largest subnormal, negative
+            (0x0000, 0.0),
+        ] {
+            assert_eq!(f16_to_f32(bits), value, "{bits:#06x}");
+        }
+        assert!(f16_to_f32(0x8000).is_sign_negative());
+        assert_eq!(f16_to_f32(0x7c00), f32::INFINITY);
+        assert!(f16_to_f32(0x7e00).is_nan());
+    }
+
+    #[test]
+    fn a_delta_is_read_in_f16_and_f32_and_refuses_other_types() {
+        let one = 0x3c00u16.to_le_bytes();
+        let halves = [one, one, one].concat();
+        let floats: Vec<u8> = [0.5f32, -0.25]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let file = safetensors::serialize(
+            [
+                (
+                    "a.weight",
+                    safetensors::tensor::TensorView::new(safetensors::Dtype::F16, vec![3], &halves)
+                        .unwrap(),
+                ),
+                (
+                    "b.bias",
+                    safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![2], &floats)
+                        .unwrap(),
+                ),
+            ],
+            None,
+        )
+        .unwrap();
+        let delta = WeightDelta::parse(&file).unwrap();
+        assert_eq!(delta.names(), ["a.weight", "b.bias"]);
+        assert_eq!(delta.tensors["a.weight"].1, [1.0, 1.0, 1.0]);
+        assert_eq!(delta.tensors["b.bias"].1, [0.5, -0.25]);
+
+        let bytes = [1u8, 2];
+        let file = safetensors::serialize(
+            [(
+                "c",
+                safetensors::tensor::TensorView::new(safetensors::Dtype::U8, vec![2], &bytes)
+                    .unwrap(),
+            )],
+            None,
+        )
+        .unwrap();
+        let e = WeightDelta::parse(&file).unwrap_err();
+        assert!(e.contains("c: U8"), "{e}");
+        assert!(WeightDelta::parse(b"not safetensors").is_err());
+    }
 
     #[test]
     fn buckets_match_mpnet() {

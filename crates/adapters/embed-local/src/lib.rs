@@ -189,6 +189,9 @@ pub struct LocalEmbedder {
     precision: Precision,
     /// Applied to query vectors only ([`query_adapter`]).
     query_adapter: Option<Arc<QueryAdapter>>,
+    /// A query encoder's session (the model with the adapter's weight
+    /// changes), which embeds queries in place of `sessions`.
+    query_sessions: Option<Arc<Vec<Mutex<Session>>>>,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -318,13 +321,34 @@ impl LocalEmbedder {
         let options = options().map_err(|e| session_error(&e))?;
         let mut sessions = Vec::with_capacity(count);
         for _ in 0..count {
-            let model = graph::build(&spec, &bytes, max_tokens, precision)
+            let model = graph::build(&spec, &bytes, max_tokens, precision, None)
                 .map_err(|m| invalid("model.safetensors", m))?;
             let session = model
                 .into_session(&options)
                 .map_err(|e| session_error(&e))?;
             sessions.push(Mutex::new(session));
         }
+        // A query encoder: one more session, the model with the adapter's
+        // weight changes (queries come one or a few at a time).
+        let query_sessions = match query_adapter
+            .as_deref()
+            .and_then(QueryAdapter::encoder_delta)
+        {
+            Some(delta) => {
+                let model = graph::build(&spec, &bytes, max_tokens, precision, Some(delta))
+                    .map_err(|m| {
+                        LoadError::QueryAdapter(format!(
+                            "{}: {m}",
+                            query_adapter.as_deref().map_or("", QueryAdapter::name)
+                        ))
+                    })?;
+                let session = model
+                    .into_session(&options)
+                    .map_err(|e| session_error(&e))?;
+                Some(Arc::new(vec![Mutex::new(session)]))
+            }
+            None => None,
+        };
         drop(bytes);
 
         Ok(LocalEmbedder {
@@ -336,6 +360,7 @@ impl LocalEmbedder {
             max_tokens,
             precision,
             query_adapter,
+            query_sessions,
         })
     }
 
@@ -373,10 +398,13 @@ impl LocalEmbedder {
         self.query_adapter.as_deref().map(QueryAdapter::name)
     }
 
-    /// Embeds search queries: [`Self::embed`], then the query adapter if
-    /// one is loaded.
+    /// Embeds search queries: [`Self::embed`], or the query encoder if the
+    /// adapter is one, then the adapter's map if it is one.
     pub fn embed_queries(&self, queries: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let vectors = self.embed(queries)?;
+        let vectors = match &self.query_sessions {
+            Some(sessions) => self.embed_on(sessions, queries)?,
+            None => self.embed(queries)?,
+        };
         Ok(match &self.query_adapter {
             Some(adapter) => vectors.iter().map(|v| adapter.apply(v)).collect(),
             None => vectors,
@@ -410,13 +438,22 @@ impl LocalEmbedder {
     /// length (a batch pads to its longest text); the vectors come back in
     /// the order of `texts`.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_on(&self.sessions, texts)
+    }
+
+    /// [`Self::embed`] with `sessions`.
+    fn embed_on(
+        &self,
+        sessions: &[Mutex<Session>],
+        texts: &[&str],
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let encodings = self.encode(texts)?;
         let lengths: Vec<usize> = encodings.iter().map(Encoding::len).collect();
         let plan = batches(&lengths, self.precision);
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        if self.sessions.len() == 1 || plan.len() == 1 {
+        if sessions.len() == 1 || plan.len() == 1 {
             for batch in &plan {
-                let vectors = self.embed_batch(&self.sessions[0], batch, &encodings)?;
+                let vectors = self.embed_batch(&sessions[0], batch, &encodings)?;
                 for (&i, vector) in batch.iter().zip(vectors) {
                     out[i] = vector;
                 }
@@ -428,7 +465,7 @@ impl LocalEmbedder {
         let done: Mutex<Vec<(usize, Vec<Vec<f32>>)>> = Mutex::new(Vec::new());
         let failed: Mutex<Option<EmbedError>> = Mutex::new(None);
         std::thread::scope(|scope| {
-            for session in self.sessions.iter() {
+            for session in sessions {
                 let (next, done, failed, plan, encodings) =
                     (&next, &done, &failed, &plan, &encodings);
                 scope.spawn(move || {

@@ -1,32 +1,61 @@
-//! Learned query adapters: a linear map weft learned for one model's query
-//! vectors (issue 34), applied after the model and before the search.
+//! Learned query adapters: what weft learned about one model's queries
+//! (issue 34), applied to queries only.
 //!
-//! A query `q` becomes `W q / |W q|`; chunks are embedded untouched, so an
-//! adapter never changes what an index stores and never asks for a
-//! re-index. An adapter is trained for one model's vector space, by
-//! `tools/train/` on public code and documentation that no evaluation set
-//! uses (`tools/train/README.md`), and built into weft: the default install
-//! has it without fetching anything.
+//! Two kinds. A *map* is a linear map over the model's query vectors: a
+//! query `q` becomes `W q / |W q|`. A *query encoder* is the model with its
+//! top layers' weights changed for queries (a [`WeightDelta`] added to
+//! them): the query costs the same forward pass, in a second ONNX session.
+//! Chunks are embedded untouched either way, so an adapter never changes
+//! what an index stores and never asks for a re-index. An adapter is
+//! trained for one model's vector space, by `tools/train/` on public code
+//! and documentation that no evaluation set uses (`tools/train/README.md`),
+//! and built into weft: the default install has it without fetching
+//! anything.
 //!
 //! `embedding.query_adapter` chooses: `none` (the default: the model's own
 //! query vectors), `auto` (the adapter trained for the loaded model, if
-//! weft has one: `weft-query-2` for MiniLM) or an adapter by name.
+//! weft has one: `weft-query-3` for MiniLM) or an adapter by name.
 //!
 //! Adapters are opt-in: none passes the bar for a default (no dev corpus
 //! loses more than .005 nDCG@10; bench/RESULTS.md, "A learned query
-//! adapter"). `weft-query-1` gains most on Java, effect and Hugo's docs but
-//! loses on Node.js's docs, rxjs and redux toolkit; `weft-query-2`, the same
-//! map taken halfway back to the identity, keeps about half of the gains and
-//! loses only on rxjs (.005 hybrid) and redux toolkit (.001).
+//! adapter" and "Issue 34, second step"). `weft-query-3`, MiniLM's top two
+//! layers fine-tuned for queries and taken halfway back to the model's
+//! weights, gains on eleven of the twelve dev corpora and loses .013 on
+//! redux toolkit (one of its 28 queries from rank 1 to 2); `weft-query-1`,
+//! a map, gains most on Java, effect and Hugo's docs but loses on Node.js's
+//! docs, rxjs and redux toolkit; `weft-query-2`, the same map taken halfway
+//! back to the identity, loses only on rxjs (.005 hybrid) and redux toolkit
+//! (.001).
 
-/// A learned linear map over query vectors.
+use std::sync::Arc;
+
+use crate::graph::WeightDelta;
+
+/// A learned query adapter: a map over query vectors or a query encoder.
 #[derive(Clone, PartialEq)]
 pub struct QueryAdapter {
     name: &'static str,
     model: &'static str,
     dimension: usize,
-    /// Row-major `dimension × dimension`.
-    matrix: Vec<f32>,
+    learned: Learned,
+}
+
+/// What an adapter learned.
+#[derive(Clone, PartialEq)]
+enum Learned {
+    /// A linear map: row-major `dimension × dimension`.
+    Map(Vec<f32>),
+    /// Changes to the model's weights, for the query encoder.
+    Encoder(Arc<WeightDelta>),
+}
+
+/// How a built-in adapter is stored.
+#[derive(Clone, Copy)]
+enum Stored {
+    /// A matrix: little-endian f32, row-major.
+    Map,
+    /// A safetensors file of weight changes (F16).
+    Encoder,
 }
 
 impl std::fmt::Debug for QueryAdapter {
@@ -40,11 +69,12 @@ impl std::fmt::Debug for QueryAdapter {
 }
 
 /// An adapter built into weft: its name, the model id it was trained for,
-/// the dimension and the matrix (little-endian f32, row-major).
+/// the dimension and its file.
 struct BuiltIn {
     name: &'static str,
     model: &'static str,
     dimension: usize,
+    stored: Stored,
     bytes: &'static [u8],
 }
 
@@ -52,11 +82,21 @@ struct BuiltIn {
 /// loaded model. Their training commands, data and figures are in
 /// `tools/train/README.md` and bench/RESULTS.md.
 const BUILT_IN: &[BuiltIn] = &[
+    // `train_query_encoder.py --final --epochs 1 --lr 5e-5 --ship-out F`:
+    // half of what one epoch changed in layers 4 and 5, in f16 (7 MB).
+    BuiltIn {
+        name: "weft-query-3",
+        model: "all-MiniLM-L6-v2",
+        dimension: 384,
+        stored: Stored::Encoder,
+        bytes: include_bytes!("../learned/weft-query-3.safetensors"),
+    },
     // `train_query_adapter.py --final --shrunk-out F --shrink 0.5`: I + D/2.
     BuiltIn {
         name: "weft-query-2",
         model: "all-MiniLM-L6-v2",
         dimension: 384,
+        stored: Stored::Map,
         bytes: include_bytes!("../learned/weft-query-2.f32"),
     },
     // `train_query_adapter.py --final`: I + D.
@@ -64,6 +104,7 @@ const BUILT_IN: &[BuiltIn] = &[
         name: "weft-query-1",
         model: "all-MiniLM-L6-v2",
         dimension: 384,
+        stored: Stored::Map,
         bytes: include_bytes!("../learned/weft-query-1.f32"),
     },
 ];
@@ -134,7 +175,19 @@ impl QueryAdapter {
     }
 
     fn from_bytes(b: &BuiltIn) -> Result<Self, String> {
-        Self::from_matrix(b.name, b.model, b.dimension, b.bytes)
+        match b.stored {
+            Stored::Map => Self::from_matrix(b.name, b.model, b.dimension, b.bytes),
+            Stored::Encoder => {
+                let delta = WeightDelta::parse(b.bytes)
+                    .map_err(|e| format!("query adapter {}: {e}", b.name))?;
+                Ok(Self {
+                    name: b.name,
+                    model: b.model,
+                    dimension: b.dimension,
+                    learned: Learned::Encoder(Arc::new(delta)),
+                })
+            }
+        }
     }
 
     /// An adapter from a matrix file's bytes (little-endian f32, row-major,
@@ -160,7 +213,7 @@ impl QueryAdapter {
             name,
             model,
             dimension,
-            matrix,
+            learned: Learned::Map(matrix),
         })
     }
 
@@ -174,15 +227,26 @@ impl QueryAdapter {
         self.model
     }
 
-    /// Maps one query vector: `W q`, scaled to unit length. A vector of
-    /// another length is returned as it is (the embedder checks the
-    /// dimension when it loads the adapter).
+    /// A query encoder's changes to the model's weights; `None` for a map.
+    pub fn encoder_delta(&self) -> Option<&WeightDelta> {
+        match &self.learned {
+            Learned::Encoder(delta) => Some(delta),
+            Learned::Map(_) => None,
+        }
+    }
+
+    /// Maps one query vector: `W q`, scaled to unit length. A query
+    /// encoder's vector (it is made by the changed model), or a vector of
+    /// another length (the embedder checks the dimension when it loads the
+    /// adapter), is returned as it is.
     pub fn apply(&self, query: &[f32]) -> Vec<f32> {
+        let Learned::Map(matrix) = &self.learned else {
+            return query.to_vec();
+        };
         if query.len() != self.dimension {
             return query.to_vec();
         }
-        let mut out: Vec<f32> = self
-            .matrix
+        let mut out: Vec<f32> = matrix
             .chunks_exact(self.dimension)
             .map(|row| row.iter().zip(query).map(|(w, x)| w * x).sum())
             .collect();
@@ -203,7 +267,8 @@ mod tests {
         let a = QueryAdapter::resolve(&AdapterChoice::Auto, "all-MiniLM-L6-v2", 384)
             .unwrap()
             .expect("MiniLM has one");
-        assert_eq!(a.name(), "weft-query-2");
+        assert_eq!(a.name(), "weft-query-3");
+        assert!(a.encoder_delta().is_some());
         for (model, dim) in [("all-mpnet-base-v2", 768), ("bge-small-en", 384)] {
             assert_eq!(
                 QueryAdapter::resolve(&AdapterChoice::Auto, model, dim).unwrap(),
@@ -222,7 +287,7 @@ mod tests {
             .unwrap_err();
         assert!(
             e.contains("no query adapter named \"nope\"")
-                && e.contains("weft-query-2, weft-query-1"),
+                && e.contains("weft-query-3, weft-query-2, weft-query-1"),
             "{e}"
         );
         let e = QueryAdapter::resolve(
@@ -238,9 +303,14 @@ mod tests {
 
     #[test]
     fn applying_keeps_unit_length_and_moves_the_vector() {
-        let a = QueryAdapter::resolve(&AdapterChoice::Auto, "all-MiniLM-L6-v2", 384)
-            .unwrap()
-            .unwrap();
+        let a = QueryAdapter::resolve(
+            &AdapterChoice::parse("weft-query-2"),
+            "all-MiniLM-L6-v2",
+            384,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(a.encoder_delta().is_none());
         let mut q = vec![0.0f32; 384];
         q[0] = 0.6;
         q[1] = 0.8;
@@ -262,12 +332,45 @@ mod tests {
                 .unwrap()
         };
         let (one, two) = (get("weft-query-1"), get("weft-query-2"));
-        for (i, (a, b)) in one.matrix.iter().zip(&two.matrix).enumerate() {
+        let (Learned::Map(one), Learned::Map(two)) = (&one.learned, &two.learned) else {
+            panic!("both are maps");
+        };
+        for (i, (a, b)) in one.iter().zip(two).enumerate() {
             let eye = if i % 385 == 0 { 1.0 } else { 0.0 };
             assert!(
                 (eye + (a - eye) / 2.0 - b).abs() < 1e-6,
                 "entry {i}: {a} {b}"
             );
         }
+    }
+
+    #[test]
+    fn weft_query_3_changes_the_top_two_layers_of_minilm() {
+        let a = QueryAdapter::resolve(
+            &AdapterChoice::parse("weft-query-3"),
+            "all-MiniLM-L6-v2",
+            384,
+        )
+        .unwrap()
+        .unwrap();
+        let delta = a.encoder_delta().expect("a query encoder");
+        let names = delta.names();
+        // Every weight of layers 4 and 5 (16 each), nothing else.
+        assert_eq!(names.len(), 32, "{names:?}");
+        assert!(
+            names
+                .iter()
+                .all(|n| n.starts_with("encoder.layer.4.") || n.starts_with("encoder.layer.5.")),
+            "{names:?}"
+        );
+        // A query encoder's vectors come from the model: apply leaves them.
+        assert_eq!(a.apply(&[0.6, 0.8]), vec![0.6, 0.8]);
+        let e = QueryAdapter::resolve(
+            &AdapterChoice::parse("weft-query-3"),
+            "all-mpnet-base-v2",
+            768,
+        )
+        .unwrap_err();
+        assert!(e.contains("trained for all-MiniLM-L6-v2"), "{e}");
     }
 }

@@ -65,6 +65,11 @@ const TEXTS: &[&str] = &[
 
 /// The vectors of `tools/reference_embed.py` (numpy, float64) for `texts`.
 fn reference(dir: &Path, texts: &[&str]) -> Vec<Vec<f64>> {
+    reference_with(&[], dir, texts)
+}
+
+/// [`reference`], with the script's `flags` (e.g. `--delta FILE`) first.
+fn reference_with(flags: &[&str], dir: &Path, texts: &[&str]) -> Vec<Vec<f64>> {
     let python = std::env::var("WEFT_REFERENCE_PYTHON").unwrap_or_else(|_| "python3".into());
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -72,6 +77,7 @@ fn reference(dir: &Path, texts: &[&str]) -> Vec<Vec<f64>> {
     );
     let out = Command::new(&python)
         .arg(script)
+        .args(flags)
         .arg(dir)
         .arg(DEFAULT_MAX_TOKENS.to_string())
         .args(texts)
@@ -83,6 +89,23 @@ fn reference(dir: &Path, texts: &[&str]) -> Vec<Vec<f64>> {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("reference prints JSON")
+}
+
+/// The largest difference between one of weft's vectors and the reference's.
+fn max_abs_diff(got: &[f32], expected: &[f64]) -> f64 {
+    got.iter()
+        .zip(expected)
+        .map(|(a, b)| (f64::from(*a) - b).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Chunks embedded by `adapted` get the untouched model's vectors, so an
+/// index needs no re-embedding whatever the query adapter.
+fn assert_chunks_untouched(adapted: &LocalEmbedder, texts: &[&str]) {
+    let plain = embedder().embed(texts).unwrap();
+    for (a, b) in adapted.embed(texts).unwrap().iter().zip(&plain) {
+        assert!(cosine(a, b) > 0.99999);
+    }
 }
 
 fn assert_matches_reference(model: &LocalEmbedder, dir: &Path, dimension: usize) {
@@ -97,11 +120,7 @@ fn assert_matches_reference(model: &LocalEmbedder, dir: &Path, dimension: usize)
     assert_eq!(got.len(), expected.len());
     for (g, e) in got.iter().zip(&expected) {
         assert_eq!(g.len(), dimension);
-        let max_diff = g
-            .iter()
-            .zip(e)
-            .map(|(a, b)| (f64::from(*a) - b).abs())
-            .fold(0.0, f64::max);
+        let max_diff = max_abs_diff(g, e);
         assert!(max_diff < 1e-4, "max abs difference {max_diff}");
     }
 }
@@ -296,12 +315,41 @@ fn int8_runs_integer_kernels_and_stays_close_to_fp32() {
 }
 
 #[test]
-fn the_query_adapter_maps_queries_and_leaves_chunks_alone() {
+fn the_query_encoder_matches_the_reference_with_its_delta_and_leaves_chunks_alone() {
     // `embedding.query_adapter = "auto"` loads weft's learned adapter for
-    // MiniLM; the default, `none`, is the untouched model.
-    let adapted = LocalEmbedder::load_with(
+    // MiniLM, weft-query-3: the model with its top two layers changed, for
+    // queries only.
+    let encoder = LocalEmbedder::load_with(
         &model_dir(),
         &LoadOptions::new(DEFAULT_MAX_TOKENS).query_adapter(AdapterChoice::Auto),
+    )
+    .unwrap();
+    assert_eq!(encoder.query_adapter_name(), Some("weft-query-3"));
+    let plain = embedder();
+    let delta = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/learned/weft-query-3.safetensors"
+    );
+    let texts = TEXTS.to_vec();
+    // Queries: what the independent numpy forward pass gives with the
+    // delta added to the model's weights.
+    let expected = reference_with(&["--delta", delta], &model_dir(), &texts);
+    let got = encoder.embed_queries(&texts).unwrap();
+    for ((g, e), raw) in got.iter().zip(&expected).zip(&plain.embed(&texts).unwrap()) {
+        let max_diff = max_abs_diff(g, e);
+        assert!(max_diff < 1e-4, "max abs difference {max_diff}");
+        // ... which is not the model's own vector.
+        assert!(cosine(g, raw) < 0.9999, "the encoder moved the query");
+    }
+    assert_chunks_untouched(&encoder, &texts);
+}
+
+#[test]
+fn the_query_adapter_maps_queries_and_leaves_chunks_alone() {
+    // `weft-query-2`: a learned linear map over the model's query vectors.
+    let adapted = LocalEmbedder::load_with(
+        &model_dir(),
+        &LoadOptions::new(DEFAULT_MAX_TOKENS).query_adapter(AdapterChoice::parse("weft-query-2")),
     )
     .unwrap();
     assert_eq!(adapted.query_adapter_name(), Some("weft-query-2"));
@@ -312,22 +360,18 @@ fn the_query_adapter_maps_queries_and_leaves_chunks_alone() {
         "Returns the number of elements in this collection.",
         "public int size() {\n    return elements.length;\n}",
     ];
-    // Chunks: the same vectors either way, so an index needs no re-embedding.
-    for (a, b) in adapted
-        .embed(&texts)
-        .unwrap()
-        .iter()
-        .zip(&plain.embed(&texts).unwrap())
-    {
-        assert!(cosine(a, b) > 0.99999);
-    }
+    assert_chunks_untouched(&adapted, &texts);
     // Queries: the adapter's map of the model's own vector.
     let raw = plain.embed_queries(&texts[..1]).unwrap().remove(0);
     assert_eq!(raw, plain.embed(&texts[..1]).unwrap().remove(0));
     let mapped = adapted.embed_queries(&texts[..1]).unwrap().remove(0);
-    let adapter = QueryAdapter::resolve(&AdapterChoice::Auto, "all-MiniLM-L6-v2", 384)
-        .unwrap()
-        .unwrap();
+    let adapter = QueryAdapter::resolve(
+        &AdapterChoice::parse("weft-query-2"),
+        "all-MiniLM-L6-v2",
+        384,
+    )
+    .unwrap()
+    .unwrap();
     assert!(cosine(&mapped, &adapter.apply(&raw)) > 0.99999);
     assert!(
         cosine(&mapped, &raw) < 0.9999,
