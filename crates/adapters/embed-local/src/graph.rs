@@ -913,6 +913,64 @@ mod tests {
         assert!(f16_to_f32(0x7e00).is_nan());
     }
 
+    /// A safetensors file of F32 tensors.
+    fn f32_file(tensors: &[(&str, Vec<usize>, Vec<f32>)]) -> Vec<u8> {
+        let bytes: Vec<Vec<u8>> = tensors
+            .iter()
+            .map(|(_, _, v)| v.iter().flat_map(|x| x.to_le_bytes()).collect())
+            .collect();
+        let views: Vec<(&str, safetensors::tensor::TensorView)> = tensors
+            .iter()
+            .zip(&bytes)
+            .map(|((name, shape, _), b)| {
+                let view =
+                    safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), b)
+                        .unwrap();
+                (*name, view)
+            })
+            .collect();
+        safetensors::serialize(views, None).unwrap()
+    }
+
+    #[test]
+    fn a_delta_is_added_to_the_model_and_must_fit_it() {
+        let model = f32_file(&[
+            (
+                "embeddings.word_embeddings.weight",
+                vec![2, 2],
+                vec![0.0; 4],
+            ),
+            ("encoder.layer.0.output.dense.bias", vec![2], vec![1.0, 2.0]),
+        ]);
+        let delta = |name: &str, shape: Vec<usize>, values: Vec<f32>| {
+            WeightDelta::parse(&f32_file(&[(name, shape, values)])).unwrap()
+        };
+        let fits = delta(
+            "encoder.layer.0.output.dense.bias",
+            vec![2],
+            vec![0.5, -0.5],
+        );
+        let w = Weights::new(&model, Architecture::Bert, Some(&fits)).unwrap();
+        assert_eq!(
+            w.shaped("encoder.layer.0.output.dense.bias", &[2]).unwrap(),
+            [1.5, 1.5]
+        );
+        // Tensors the delta does not name are the model's.
+        let (_, words) = w.get("embeddings.word_embeddings.weight").unwrap();
+        assert_eq!(words, [0.0; 4]);
+
+        let shape = delta("encoder.layer.0.output.dense.bias", vec![3], vec![0.0; 3]);
+        let Err(e) = Weights::new(&model, Architecture::Bert, Some(&shape)) else {
+            panic!("a delta of another shape was accepted");
+        };
+        assert!(e.contains("has shape [3], the model's [2]"), "{e}");
+        let missing = delta("encoder.layer.9.output.dense.bias", vec![2], vec![0.0; 2]);
+        let Err(e) = Weights::new(&model, Architecture::Bert, Some(&missing)) else {
+            panic!("a delta of a tensor the model lacks was accepted");
+        };
+        assert!(e.contains("which the model does not have"), "{e}");
+    }
+
     #[test]
     fn a_delta_is_read_in_f16_and_f32_and_refuses_other_types() {
         let one = 0x3c00u16.to_le_bytes();
