@@ -262,6 +262,13 @@ impl QueryAdapter {
 mod tests {
     use super::*;
 
+    /// The built-in adapter `name`, resolved for MiniLM.
+    fn minilm(name: &str) -> QueryAdapter {
+        QueryAdapter::resolve(&AdapterChoice::parse(name), "all-MiniLM-L6-v2", 384)
+            .unwrap()
+            .unwrap()
+    }
+
     #[test]
     fn auto_finds_the_adapter_of_the_model_and_none_for_others() {
         let a = QueryAdapter::resolve(&AdapterChoice::Auto, "all-MiniLM-L6-v2", 384)
@@ -303,13 +310,7 @@ mod tests {
 
     #[test]
     fn applying_keeps_unit_length_and_moves_the_vector() {
-        let a = QueryAdapter::resolve(
-            &AdapterChoice::parse("weft-query-2"),
-            "all-MiniLM-L6-v2",
-            384,
-        )
-        .unwrap()
-        .unwrap();
+        let a = minilm("weft-query-2");
         assert!(a.encoder_delta().is_none());
         let mut q = vec![0.0f32; 384];
         q[0] = 0.6;
@@ -326,12 +327,7 @@ mod tests {
 
     #[test]
     fn weft_query_2_is_weft_query_1_halfway_to_the_identity() {
-        let get = |name: &str| {
-            QueryAdapter::resolve(&AdapterChoice::parse(name), "all-MiniLM-L6-v2", 384)
-                .unwrap()
-                .unwrap()
-        };
-        let (one, two) = (get("weft-query-1"), get("weft-query-2"));
+        let (one, two) = (minilm("weft-query-1"), minilm("weft-query-2"));
         let (Learned::Map(one), Learned::Map(two)) = (&one.learned, &two.learned) else {
             panic!("both are maps");
         };
@@ -346,13 +342,7 @@ mod tests {
 
     #[test]
     fn weft_query_3_changes_the_top_two_layers_of_minilm() {
-        let a = QueryAdapter::resolve(
-            &AdapterChoice::parse("weft-query-3"),
-            "all-MiniLM-L6-v2",
-            384,
-        )
-        .unwrap()
-        .unwrap();
+        let a = minilm("weft-query-3");
         let delta = a.encoder_delta().expect("a query encoder");
         let names = delta.names();
         // Every weight of layers 4 and 5 (16 each), nothing else.
