@@ -5,11 +5,11 @@ normalisation. MPNet as in Hugging Face transformers' MPNetModel: positions
 counted from the padding index, and a relative-position bias (32 log-spaced
 buckets, shared by all layers) added to the attention scores.
 
-    reference_embed.py [--delta FILE] MODEL_DIR MAX_TOKENS TEXT...   -> JSON list of vectors
+    reference_embed.py [--delta FILE [--scale S]] MODEL_DIR MAX_TOKENS TEXT...   -> JSON list of vectors
 
 --delta FILE: a safetensors file of weight changes (a query encoder's, e.g.
-crates/adapters/embed-local/learned/weft-query-3.safetensors), each added to
-the model's tensor of the same name first.
+crates/adapters/embed-local/learned/all-MiniLM-L6-v2.query-encoder.safetensors),
+each times S (default 1) added to the model's tensor of the same name first.
 
 Needs numpy, safetensors and tokenizers (tools/test.sh installs them in a venv).
 It shares only the tokenizer with the Rust code; every layer is computed here.
@@ -49,11 +49,12 @@ def relative_position_bucket(relative, num_buckets=32, max_distance=128):
     return ret + np.where(n < max_exact, n, large)
 
 
-def embed(model_dir, max_tokens, texts, delta=None):
+def embed(model_dir, max_tokens, texts, delta=None, scale=1.0):
     config = json.load(open(f"{model_dir}/config.json"))
     weights = {k: v.astype(np.float64) for k, v in load_file(f"{model_dir}/model.safetensors").items()}
     for name, change in (load_file(delta) if delta else {}).items():
-        weights[name] = weights[name] + change.astype(np.float64)
+        # f32 like weft's, then added in float64 like every weight here.
+        weights[name] = weights[name] + (change.astype(np.float32) * np.float32(scale)).astype(np.float64)
     tokenizer = Tokenizer.from_file(f"{model_dir}/tokenizer.json")
     mpnet = config["model_type"] == "mpnet"
     pad = tokenizer.padding["pad_id"] if tokenizer.padding else 0
@@ -108,7 +109,9 @@ def embed(model_dir, max_tokens, texts, delta=None):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    delta = None
+    delta, scale = None, 1.0
     if args[:1] == ["--delta"]:
         delta, args = args[1], args[2:]
-    print(json.dumps(embed(args[0], int(args[1]), args[2:], delta)))
+        if args[:1] == ["--scale"]:
+            scale, args = float(args[1]), args[2:]
+    print(json.dumps(embed(args[0], int(args[1]), args[2:], delta, scale)))

@@ -13,9 +13,10 @@
 # 7. train_query_adapter.py   the map, fixed seed: DEST/weft-query-1.f32 (I + D)
 #                             and DEST/weft-query-2.f32 (I + D/2)
 # 8. train_query_encoder.py   the query encoder, fixed seed, PyTorch on CPU in
-#                             DEST/venv-torch: DEST/weft-query-3.safetensors
-#                             (half of what one epoch changed in MiniLM's top
-#                             two layers, f16; `auto`'s choice)
+#                             DEST/venv-torch: DEST/all-MiniLM-L6-v2.query-encoder.safetensors
+#                             (what one epoch changed in MiniLM's top two
+#                             layers, f16; weft-query-4, `auto`'s choice,
+#                             takes 0.35 of it, weft-query-3 0.5)
 #
 # Then copy DEST/weft-query-* to crates/adapters/embed-local/learned/ and
 # rebuild. Needs the binaries weft and train-candidates (cargo build
@@ -59,7 +60,7 @@ step "7/8 train";   "$DEST/venv/bin/python" "$HERE/train_query_adapter.py" "$DES
 step "8/8 train the query encoder (~3-8 min)"
 "$DEST/venv-torch/bin/python" "$HERE/train_query_encoder.py" "$DEST/cands" --model-dir "$MODEL" \
   --layers 2 --epochs 1 --lr 5e-5 --final --threads 2 \
-  --out "$DEST/weft-query-3-delta.safetensors" --ship-out "$DEST/weft-query-3.safetensors"
-for f in weft-query-1.f32 weft-query-2.f32 weft-query-3.safetensors; do
+  --out "$DEST/query-encoder-delta.safetensors" --ship-out "$DEST/all-MiniLM-L6-v2.query-encoder.safetensors"
+for f in weft-query-1.f32 weft-query-2.f32 all-MiniLM-L6-v2.query-encoder.safetensors; do
   sha256sum "$DEST/$f" "$REPO/crates/adapters/embed-local/learned/$f"
 done

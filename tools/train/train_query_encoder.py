@@ -26,6 +26,7 @@ Needs torch, tokenizers, safetensors, numpy.
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
@@ -246,10 +247,10 @@ def main():
     ap.add_argument(
         "--ship-out",
         help="write the delta weft builds in: --ship-mix times the learned delta, as f16 safetensors "
-        "(crates/adapters/embed-local/learned/)",
+        "(crates/adapters/embed-local/learned/; weft's built-in encoders each take a share of it)",
     )
-    ap.add_argument("--ship-mix", type=float, default=0.5, help="the mix --ship-out bakes in (default 0.5)")
-    ap.add_argument("--ship-name", default="weft-query-3", help="the name --ship-out records (default weft-query-3)")
+    ap.add_argument("--ship-mix", type=float, default=1.0, help="the mix --ship-out bakes in (default 1.0)")
+    ap.add_argument("--ship-name", help="the name --ship-out records (default: its file name without .safetensors)")
     ap.add_argument(
         "--write-queries",
         help="a directory: per --eval dump and --mix, the query vectors as eval-sweep "
@@ -302,7 +303,8 @@ def main():
         shipped = {k: (args.ship_mix * (final[k] - model.w[k])).half().contiguous() for k in names}
         # One metadata key: safetensors writes a dict of several in a
         # different order each run, and the file must rebuild byte for byte.
-        meta = {"name": args.ship_name, "model": args.model_dir.rstrip("/").rsplit("/", 1)[-1], "mix": str(args.ship_mix)}
+        name = args.ship_name or os.path.basename(args.ship_out).removesuffix(".safetensors")
+        meta = {"name": name, "model": args.model_dir.rstrip("/").rsplit("/", 1)[-1], "mix": str(args.ship_mix)}
         save_file(shipped, args.ship_out, metadata={"weft": json.dumps(meta, sort_keys=True)})
     adapter = None
     if args.adapter:

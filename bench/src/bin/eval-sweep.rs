@@ -82,6 +82,8 @@ struct Args {
     dump_spans: Option<PathBuf>,
     /// A learned query-side map (little-endian f32, dimension × dimension,
     /// row-major) applied to every query vector: settings then run with it.
+    /// It maps the model's own query vectors (`embedding.query_adapter` is
+    /// then not applied).
     #[arg(long)]
     query_adapter: Option<PathBuf>,
     /// Query vectors made by a query encoder weft cannot load yet (JSON
@@ -152,7 +154,11 @@ fn main() -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(weft_config::default_model_dir);
     // The precision `weft eval` indexed in: embedding.precision as weft reads it.
-    let options = weft_wiring::local_load_options(&weft_config::load(None)?.config.embedding);
+    let mut options = weft_wiring::local_load_options(&weft_config::load(None)?.config.embedding);
+    if args.query_adapter.is_some() {
+        // The candidate map applies to the model's own query vectors.
+        options = options.query_adapter(weft_embed_local::AdapterChoice::Off);
+    }
     let model = weft_embed_local::LocalEmbedder::load_with(&model_dir, &options)?;
     let mut model: Arc<dyn Embedder> = Arc::new(model);
     if let Some(path) = &args.query_adapter {

@@ -28,16 +28,18 @@ pub struct EmbeddingConfig {
     /// precision are embedded again.
     pub precision: EmbeddingPrecision,
     /// `local`: what weft learned about queries (issue 34;
-    /// `tools/train/README.md`), applied to query vectors only: `none` (the
-    /// default: the untouched model), `auto` (weft's adapter for the loaded
-    /// model, if it has one: `weft-query-3` for all-MiniLM-L6-v2) or an
-    /// adapter's name: `weft-query-3` (a query encoder: the model's top two
-    /// layers fine-tuned for queries, in one more ONNX session: ~120 MB) or
-    /// the linear maps `weft-query-2` and `weft-query-1`. Opt-in: each gains
-    /// on most dev corpora but loses on one (redux toolkit for
-    /// `weft-query-3`, rxjs for `weft-query-2`) more than a default may
-    /// (bench/RESULTS.md). Chunks are embedded the same either way, so
-    /// changing it needs no re-index.
+    /// `tools/train/README.md`), applied to query vectors only: `auto` (the
+    /// default: weft's adapter for the loaded model, if it has one:
+    /// `weft-query-4` for all-MiniLM-L6-v2, none for other models), `none`
+    /// (the untouched model) or an adapter's name: the query encoders
+    /// `weft-query-4` and `weft-query-3` (the model's top two layers
+    /// fine-tuned for queries, taken 0.35 and 0.5 of the way; one more ONNX
+    /// session, ~120 MB, built at the first query) or the linear maps
+    /// `weft-query-2` and `weft-query-1`. `weft-query-4` gains on all twelve
+    /// dev corpora; the others lose on one more than a default may (redux
+    /// toolkit for `weft-query-3`, rxjs for `weft-query-2`; bench/RESULTS.md).
+    /// Chunks are embedded the same either way, so changing it needs no
+    /// re-index.
     pub query_adapter: String,
     /// Chunks embedded per call (per request, for `http`).
     pub batch_size: usize,
@@ -229,7 +231,7 @@ impl Default for EmbeddingConfig {
             model_dir: None,
             max_tokens: 256,
             precision: EmbeddingPrecision::Fp32,
-            query_adapter: "none".to_owned(),
+            query_adapter: "auto".to_owned(),
             batch_size: 64,
             provider: EmbeddingProvider::Local,
             url: None,
@@ -254,11 +256,11 @@ mod tests {
     use crate::test_support::{assert_refused, load_toml};
 
     #[test]
-    fn the_query_adapter_is_opt_in_and_local_only() {
+    fn the_query_adapter_is_automatic_and_local_only() {
         let config = load_toml("").unwrap();
-        assert_eq!(config.embedding.query_adapter, "none");
-        let config = load_toml("[embedding]\nquery_adapter = \"auto\"\n").unwrap();
         assert_eq!(config.embedding.query_adapter, "auto");
+        let config = load_toml("[embedding]\nquery_adapter = \"none\"\n").unwrap();
+        assert_eq!(config.embedding.query_adapter, "none");
         assert_refused(&[
             (
                 "[embedding]\nquery_adapter = \" \"\n",

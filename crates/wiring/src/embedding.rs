@@ -125,6 +125,12 @@ pub async fn embedder_from_config(
                 dir: model_dir.to_owned(),
                 source,
             })?;
+            tracing::info!(
+                model = model.model_id(),
+                precision = %model.precision(),
+                query_adapter = model.query_adapter_name().unwrap_or("none"),
+                "local embedding model loaded"
+            );
             Ok(Arc::new(model))
         }
         EmbeddingProvider::Http => {

@@ -258,6 +258,27 @@ impl WeightDelta {
         Ok(Self { tensors })
     }
 
+    /// This delta times `factor`: a built-in query encoder is the learned
+    /// change taken part of the way from the model's weights (WiSE-FT).
+    pub fn scaled(&self, factor: f32) -> Self {
+        let tensors = self
+            .tensors
+            .iter()
+            .map(|(name, (shape, values))| {
+                let values = values.iter().map(|v| v * factor).collect();
+                (name.clone(), (shape.clone(), values))
+            })
+            .collect();
+        Self { tensors }
+    }
+
+    /// Checks that it fits the model in `bytes` (a `model.safetensors` of
+    /// `spec`'s architecture): every tensor it changes is one of the
+    /// model's, of the same shape. Cheap: reads the file's header only.
+    pub fn check_fits(&self, spec: &Spec, bytes: &[u8]) -> Result<()> {
+        Weights::new(bytes, spec.architecture, Some(self)).map(drop)
+    }
+
     /// The names of the tensors it changes.
     pub fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.tensors.keys().map(String::as_str).collect();
@@ -968,6 +989,22 @@ mod tests {
         let Err(e) = Weights::new(&model, Architecture::Bert, Some(&missing)) else {
             panic!("a delta of a tensor the model lacks was accepted");
         };
+        assert!(e.contains("which the model does not have"), "{e}");
+
+        // Scaled, it adds that share of the change; check_fits says the same
+        // as building would.
+        let half = fits.scaled(0.5);
+        let w = Weights::new(&model, Architecture::Bert, Some(&half)).unwrap();
+        assert_eq!(
+            w.shaped("encoder.layer.0.output.dense.bias", &[2]).unwrap(),
+            [1.25, 1.75]
+        );
+        let spec = Spec::parse(
+            r#"{"model_type":"bert","hidden_size":2,"num_attention_heads":1,"num_hidden_layers":1,"intermediate_size":2,"max_position_embeddings":8}"#,
+        )
+        .unwrap();
+        assert_eq!(fits.check_fits(&spec, &model), Ok(()));
+        let e = missing.check_fits(&spec, &model).unwrap_err();
         assert!(e.contains("which the model does not have"), "{e}");
     }
 

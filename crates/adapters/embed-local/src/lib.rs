@@ -25,7 +25,7 @@ pub mod query_adapter;
 pub mod runtime;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ort::session::Session;
 use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
@@ -162,6 +162,9 @@ pub enum EmbedError {
     /// The session is unusable after a panic in another thread.
     #[error("embedding failed: the model was poisoned by a panic in another thread")]
     Poisoned,
+    /// The query encoder's session could not be built (at the first query).
+    #[error("embedding failed: embedding.query_adapter: {0}")]
+    QueryEncoder(String),
 }
 
 impl EmbedError {
@@ -170,7 +173,9 @@ impl EmbedError {
     pub fn kind(&self) -> weft_core::ErrorKind {
         match self {
             EmbedError::Tokenizer(_) => weft_core::ErrorKind::Invalid,
-            EmbedError::Runtime(_) | EmbedError::Poisoned => weft_core::ErrorKind::Internal,
+            EmbedError::Runtime(_) | EmbedError::Poisoned | EmbedError::QueryEncoder(_) => {
+                weft_core::ErrorKind::Internal
+            }
         }
     }
 }
@@ -189,9 +194,82 @@ pub struct LocalEmbedder {
     precision: Precision,
     /// Applied to query vectors only ([`query_adapter`]).
     query_adapter: Option<Arc<QueryAdapter>>,
-    /// A query encoder's session (the model with the adapter's weight
-    /// changes), which embeds queries in place of `sessions`.
-    query_sessions: Option<Arc<Vec<Mutex<Session>>>>,
+    /// A query encoder (the model with the adapter's weight changes),
+    /// which embeds queries in place of `sessions`.
+    query_encoder: Option<Arc<QueryEncoder>>,
+}
+
+/// A query encoder's session, built when the first query is embedded: a
+/// process that only indexes never holds its copy of the weights (~120 MB
+/// for MiniLM).
+struct QueryEncoder {
+    /// The adapter's name, for errors.
+    name: &'static str,
+    /// `model.safetensors`, read again to build the session.
+    weights: PathBuf,
+    spec: Spec,
+    max_tokens: usize,
+    precision: Precision,
+    intra_threads: usize,
+    delta: Arc<graph::WeightDelta>,
+    /// The session once built, or why it could not be.
+    sessions: OnceLock<Result<Vec<Mutex<Session>>, String>>,
+}
+
+impl QueryEncoder {
+    /// The session, built on first use.
+    fn sessions(&self) -> Result<&[Mutex<Session>], EmbedError> {
+        self.sessions
+            .get_or_init(|| self.build().map(|s| vec![Mutex::new(s)]))
+            .as_deref()
+            .map_err(|m| EmbedError::QueryEncoder(format!("{}: {m}", self.name)))
+    }
+
+    fn build(&self) -> Result<Session, String> {
+        let environment = runtime::environment()
+            .map_err(|(path, message)| format!("ONNX Runtime ({}): {message}", path.display()))?;
+        let file = std::fs::File::open(&self.weights)
+            .map_err(|e| format!("{}: {e}", self.weights.display()))?;
+        // SAFETY: as in `load_with`: mapped read-only while the graph is built.
+        let bytes = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| format!("{}: {e}", self.weights.display()))?;
+        let model = graph::build(
+            &self.spec,
+            &bytes,
+            self.max_tokens,
+            self.precision,
+            Some(&self.delta),
+        )
+        .map_err(|m| format!("{}: {m}", self.weights.display()))?;
+        let options = session_builder(environment, self.intra_threads, None)
+            .map_err(|e| format!("ONNX Runtime: {e}"))?;
+        model
+            .into_session(&options)
+            .map_err(|e| format!("ONNX Runtime: {e}"))
+    }
+}
+
+/// How every session is built: `intra` threads per pass, threads sleeping
+/// between operators, optionally saving the optimized graph.
+fn session_builder(
+    environment: &'static ort::environment::Environment,
+    intra: usize,
+    save_graph: Option<&Path>,
+) -> Result<SessionBuilder, ort::Error> {
+    let builder = Session::builder(environment)?;
+    let builder = match save_graph {
+        Some(path) => builder.with_optimized_model_path(path)?,
+        None => builder,
+    };
+    Ok(builder
+        .with_optimization_level(GraphOptimizationLevel::All)?
+        .with_intra_threads(intra)?
+        .with_inter_threads(1)?
+        // Threads sleep between operators instead of spinning: the
+        // indexer chunks and writes on the same cores meanwhile
+        // (spinning took ~8% more CPU for the same work on a
+        // loaded machine).
+        .with_intra_op_spinning(false)?)
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -301,52 +379,40 @@ impl LocalEmbedder {
                 (count, threads / count)
             }
         };
-        let save_graph = options.save_graph.clone();
-        let options = || -> Result<SessionBuilder, ort::Error> {
-            let builder = Session::builder(environment)?;
-            let builder = match &save_graph {
-                Some(path) => builder.with_optimized_model_path(path)?,
-                None => builder,
-            };
-            Ok(builder
-                .with_optimization_level(GraphOptimizationLevel::All)?
-                .with_intra_threads(intra)?
-                .with_inter_threads(1)?
-                // Threads sleep between operators instead of spinning: the
-                // indexer chunks and writes on the same cores meanwhile
-                // (spinning took ~8% more CPU for the same work on a
-                // loaded machine).
-                .with_intra_op_spinning(false)?)
-        };
-        let options = options().map_err(|e| session_error(&e))?;
+        let session_options = session_builder(environment, intra, options.save_graph.as_deref())
+            .map_err(|e| session_error(&e))?;
         let mut sessions = Vec::with_capacity(count);
         for _ in 0..count {
             let model = graph::build(&spec, &bytes, max_tokens, precision, None)
                 .map_err(|m| invalid("model.safetensors", m))?;
             let session = model
-                .into_session(&options)
+                .into_session(&session_options)
                 .map_err(|e| session_error(&e))?;
             sessions.push(Mutex::new(session));
         }
         // A query encoder: one more session, the model with the adapter's
-        // weight changes (queries come one or a few at a time).
-        let query_sessions = match query_adapter
-            .as_deref()
-            .and_then(QueryAdapter::encoder_delta)
-        {
-            Some(delta) => {
-                let model = graph::build(&spec, &bytes, max_tokens, precision, Some(delta))
-                    .map_err(|m| {
-                        LoadError::QueryAdapter(format!(
-                            "{}: {m}",
-                            query_adapter.as_deref().map_or("", QueryAdapter::name)
-                        ))
-                    })?;
-                let session = model
-                    .into_session(&options)
-                    .map_err(|e| session_error(&e))?;
-                Some(Arc::new(vec![Mutex::new(session)]))
-            }
+        // weight changes (queries come one or a few at a time, so one
+        // session with every thread), built at the first query. Whether the
+        // changes fit the model is checked now.
+        let query_encoder = match query_adapter.as_deref() {
+            Some(adapter) => match adapter.encoder_delta() {
+                Some(delta) => {
+                    delta
+                        .check_fits(&spec, &bytes)
+                        .map_err(|m| LoadError::QueryAdapter(format!("{}: {m}", adapter.name())))?;
+                    Some(Arc::new(QueryEncoder {
+                        name: adapter.name(),
+                        weights: weights_path.clone(),
+                        spec: spec.clone(),
+                        max_tokens,
+                        precision,
+                        intra_threads: threads,
+                        delta,
+                        sessions: OnceLock::new(),
+                    }))
+                }
+                None => None,
+            },
             None => None,
         };
         drop(bytes);
@@ -360,7 +426,7 @@ impl LocalEmbedder {
             max_tokens,
             precision,
             query_adapter,
-            query_sessions,
+            query_encoder,
         })
     }
 
@@ -401,8 +467,8 @@ impl LocalEmbedder {
     /// Embeds search queries: [`Self::embed`], or the query encoder if the
     /// adapter is one, then the adapter's map if it is one.
     pub fn embed_queries(&self, queries: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let vectors = match &self.query_sessions {
-            Some(sessions) => self.embed_on(sessions, queries)?,
+        let vectors = match &self.query_encoder {
+            Some(encoder) => self.embed_on(encoder.sessions()?, queries)?,
             None => self.embed(queries)?,
         };
         Ok(match &self.query_adapter {
