@@ -392,8 +392,8 @@ impl LocalEmbedder {
         }
         // A query encoder: one more session, the model with the adapter's
         // weight changes (queries come one or a few at a time, so one
-        // session with every thread), built at the first query. Whether the
-        // changes fit the model is checked now.
+        // session, its threads as each of `sessions` has), built at the
+        // first query. Whether the changes fit the model is checked now.
         let query_encoder = match query_adapter.as_deref() {
             Some(adapter) => match adapter.encoder_delta() {
                 Some(delta) => {
@@ -406,7 +406,7 @@ impl LocalEmbedder {
                         spec: spec.clone(),
                         max_tokens,
                         precision,
-                        intra_threads: threads,
+                        intra_threads: intra,
                         delta,
                         sessions: OnceLock::new(),
                     }))

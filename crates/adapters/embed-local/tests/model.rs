@@ -348,6 +348,31 @@ fn the_query_encoder_matches_the_reference_with_its_delta_and_leaves_chunks_alon
 }
 
 #[test]
+fn the_query_encoder_runs_in_int8_close_to_fp32() {
+    // `embedding.precision = "int8"` with the default adapter: the query
+    // encoder's session is built in int8 too, at the first query.
+    let options = LoadOptions::new(DEFAULT_MAX_TOKENS).query_adapter(AdapterChoice::Auto);
+    let int8 = LocalEmbedder::load_with(&model_dir(), &options.clone().precision(Precision::Int8))
+        .unwrap();
+    let fp32 = LocalEmbedder::load_with(&model_dir(), &options).unwrap();
+    assert_eq!(int8.query_adapter_name(), Some("weft-query-4"));
+    let texts = TEXTS.to_vec();
+    let plain = int8.embed(&texts).unwrap();
+    for ((q8, q32), raw) in int8
+        .embed_queries(&texts)
+        .unwrap()
+        .iter()
+        .zip(&fp32.embed_queries(&texts).unwrap())
+        .zip(&plain)
+    {
+        // As close as int8 keeps the model's own vectors (int8 test above).
+        let close = cosine(q8, q32);
+        assert!(close > 0.98, "int8 against fp32 query encoder: {close}");
+        assert!(cosine(q8, raw) < 0.9999, "the encoder moved the query");
+    }
+}
+
+#[test]
 fn the_query_adapter_maps_queries_and_leaves_chunks_alone() {
     // `weft-query-2`: a learned linear map over the model's query vectors.
     let adapted = LocalEmbedder::load_with(
