@@ -34,10 +34,11 @@ pub struct EmbeddingConfig {
     /// (the untouched model) or an adapter's name: the query encoders
     /// `weft-query-4` and `weft-query-3` (the model's top two layers
     /// fine-tuned for queries, taken 0.35 and 0.5 of the way; one more ONNX
-    /// session, ~120 MB, built at the first query) or the linear maps
-    /// `weft-query-2` and `weft-query-1`. `weft-query-4` gains on all twelve
-    /// dev corpora; the others lose on one more than a default may (redux
-    /// toolkit for `weft-query-3`, rxjs for `weft-query-2`; bench/RESULTS.md).
+    /// session, built at the first query: +120 to +240 MB of memory) or the
+    /// linear maps `weft-query-2` and `weft-query-1`. `weft-query-4` gains
+    /// on all twelve dev corpora; the others lose on one more than a default
+    /// may (redux toolkit for `weft-query-3`, rxjs for `weft-query-2`;
+    /// bench/RESULTS.md).
     /// Chunks are embedded the same either way, so changing it needs no
     /// re-index.
     pub query_adapter: String,
