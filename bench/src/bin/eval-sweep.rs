@@ -154,7 +154,9 @@ fn main() -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(weft_config::default_model_dir);
     // The precision `weft eval` indexed in: embedding.precision as weft reads it.
-    let mut options = weft_wiring::local_load_options(&weft_config::load(None)?.config.embedding);
+    // Loaded for queries, as weft's query stack loads it.
+    let mut options = weft_wiring::local_load_options(&weft_config::load(None)?.config.embedding)
+        .purpose(weft_embed_local::Purpose::Queries);
     if args.query_adapter.is_some() {
         // The candidate map applies to the model's own query vectors.
         options = options.query_adapter(weft_embed_local::AdapterChoice::Off);

@@ -84,7 +84,8 @@ fn main() -> anyhow::Result<()> {
         SearchMode::Text => None,
         _ => Some(Arc::new(weft_embed_local::LocalEmbedder::load_with(
             &model_dir,
-            &weft_wiring::local_load_options(&weft_config::load(None)?.config.embedding),
+            &weft_wiring::local_load_options(&weft_config::load(None)?.config.embedding)
+                .purpose(weft_embed_local::Purpose::Queries),
         )?)),
     };
     let engine = QueryEngine::new(

@@ -9,7 +9,8 @@
 //! weft eval QUERIES.jsonl --corpus-dir DIR --data-dir D     # indexes <corpus>-hard
 //! train-candidates QUERIES.jsonl --data-dir D --out /tmp/train/cands
 //! # writes cands.jsonl (one row per query), cands.queries.f32 and
-//! # cands.chunks.f32 (little-endian f32 rows of the model's dimension)
+//! # cands.chunks.f32 (little-endian f32 rows of the model's dimension), and
+//! # cands.chunks.jsonl (each chunk row's text as the model embedded it)
 //! ```
 
 use std::collections::HashMap;
@@ -78,6 +79,8 @@ fn main() -> anyhow::Result<()> {
     let mut qfile =
         std::io::BufWriter::new(std::fs::File::create(format!("{prefix}.queries.f32"))?);
     let mut cfile = std::io::BufWriter::new(std::fs::File::create(format!("{prefix}.chunks.f32"))?);
+    let mut tfile =
+        std::io::BufWriter::new(std::fs::File::create(format!("{prefix}.chunks.jsonl"))?);
     let mut chunk_rows: HashMap<String, usize> = HashMap::new();
     let (mut written, mut missing_target, mut missing_vectors) = (0usize, 0usize, 0usize);
     let started = std::time::Instant::now();
@@ -173,6 +176,12 @@ fn main() -> anyhow::Result<()> {
                         for x in v {
                             cfile.write_all(&x.to_le_bytes())?;
                         }
+                        // What a trainer of the chunk side embeds again.
+                        serde_json::to_writer(
+                            &mut tfile,
+                            &serde_json::json!({ "text": chunk.embedding_text() }),
+                        )?;
+                        tfile.write_all(b"\n")?;
                         let row = chunk_rows.len();
                         chunk_rows.insert(key.clone(), row);
                         row
@@ -226,6 +235,7 @@ fn main() -> anyhow::Result<()> {
     rows.flush()?;
     qfile.flush()?;
     cfile.flush()?;
+    tfile.flush()?;
     eprintln!(
         "train-candidates: {written} of {} queries written ({missing_target} without an indexed target chunk, {missing_vectors} chunk vectors not found), {} distinct chunks, dimension {dimension}, {:.0}s",
         queries.len(),

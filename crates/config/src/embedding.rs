@@ -33,8 +33,10 @@ pub struct EmbeddingConfig {
     /// `weft-query-4` for all-MiniLM-L6-v2, none for other models), `none`
     /// (the untouched model) or an adapter's name: the query encoders
     /// `weft-query-4` and `weft-query-3` (the model's top two layers
-    /// fine-tuned for queries, taken 0.35 and 0.5 of the way; one more ONNX
-    /// session, built at the first query: +120 to +240 MB of memory) or the
+    /// fine-tuned for queries, taken 0.35 and 0.5 of the way; their own
+    /// ONNX session, which a search or the query service builds in place of
+    /// the model's own and an index run never builds; a process doing both
+    /// holds two, +120 to +240 MB of memory) or the
     /// linear maps `weft-query-2` and `weft-query-1`. `weft-query-4` gains
     /// on all twelve dev corpora; the others lose on one more than a default
     /// may (redux toolkit for `weft-query-3`, rxjs for `weft-query-2`;

@@ -11,6 +11,7 @@ use crate::data_dir::{DataDir, DataDirError};
 use crate::embedding::EmbedBatching;
 use crate::embedding::{EmbedderSetupError, LazyEmbedder, embedder_from_config};
 use crate::stores::{StoreAccess, Stores, StoresError, open_index_stores};
+use weft_embed_local::Purpose;
 
 /// Why weft could not be put together from its configuration.
 #[derive(Debug, thiserror::Error)]
@@ -122,7 +123,7 @@ pub async fn embedder(
             return Ok(Arc::new(lazy));
         }
     }
-    Ok(embedder_from_config(&config.embedding, &locations.model_dir).await?)
+    Ok(embedder_from_config(&config.embedding, &locations.model_dir, Purpose::All).await?)
 }
 
 /// The stores an index run writes — the indexes `[stores]` configures and

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use weft_config::{EmbeddingConfig, EmbeddingPrecision, EmbeddingProvider};
 use weft_core::ports::{Embedder, PortError, PortResult};
-use weft_embed_local::{LoadOptions, Precision};
+use weft_embed_local::{LoadOptions, Precision, Purpose};
 
 /// Why the embedder could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -103,16 +103,20 @@ pub fn embedder_tag(config: &EmbeddingConfig, model_id: &str) -> String {
     }
 }
 
-/// The local model in `model_dir` (`provider = "local"`), or a connected
-/// OpenAI-compatible API (`provider = "http"`; its dimension asked at start
-/// unless configured).
+/// The local model in `model_dir` (`provider = "local"`), loaded for
+/// `purpose` (what it builds at load), or a connected OpenAI-compatible API
+/// (`provider = "http"`; its dimension asked at start unless configured).
 pub async fn embedder_from_config(
     config: &EmbeddingConfig,
     model_dir: &Path,
+    purpose: Purpose,
 ) -> Result<Arc<dyn Embedder>, EmbedderSetupError> {
     match config.provider {
         EmbeddingProvider::Local => {
-            let (dir, options) = (model_dir.to_owned(), local_load_options(config));
+            let (dir, options) = (
+                model_dir.to_owned(),
+                local_load_options(config).purpose(purpose),
+            );
             let model = tokio::task::spawn_blocking(move || {
                 weft_embed_local::LocalEmbedder::load_with(&dir, &options)
             })

@@ -12,6 +12,7 @@ use crate::build::{WiringError, mismatch, reranker_from_config};
 use crate::data_dir::{DataDir, DataDirError};
 use crate::embedding::embedder_from_config;
 use crate::stores::{IndexStores, StoreAccess, open_index_stores};
+use weft_embed_local::Purpose;
 
 /// Whether a query needs the embedding model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +117,11 @@ pub async fn open_query_generation(
     };
     let embedder = match (need, &recorded) {
         (QueryEmbedder::NotNeeded, Some(_)) => None,
-        _ => Some(embedder_from_config(&config.embedding, &locations.model_dir).await?),
+        // Loaded for queries: a query encoder is built now, the model's
+        // own session only if queries use it.
+        _ => Some(
+            embedder_from_config(&config.embedding, &locations.model_dir, Purpose::Queries).await?,
+        ),
     };
     // The one model check: the index's recorded model against the configured one.
     if let (Some(meta), Some(e)) = (&recorded, &embedder)

@@ -287,6 +287,13 @@ impl WeightDelta {
     }
 }
 
+/// Checks that `bytes` is a `model.safetensors` of `spec`'s architecture as
+/// far as its header tells (its word embeddings, with or without the
+/// architecture's prefix). Cheap; building the graph checks every tensor.
+pub fn check_model(spec: &Spec, bytes: &[u8]) -> Result<()> {
+    Weights::new(bytes, spec.architecture, None).map(drop)
+}
+
 /// An IEEE 754 half-precision value (its bits) as f32: exact.
 pub fn f16_to_f32(bits: u16) -> f32 {
     let sign = u32::from(bits >> 15) << 31;

@@ -68,6 +68,26 @@ pub struct LoadOptions {
     pub save_graph: Option<PathBuf>,
     /// The learned map applied to query vectors ([`query_adapter`]).
     pub query_adapter: AdapterChoice,
+    /// What the model will embed, which decides what is built at load.
+    pub purpose: Purpose,
+}
+
+/// What a loaded model will embed: it decides which ONNX sessions are
+/// built at load (and fail there, naming the file or setting at fault) and
+/// which only when first used. Either embeds chunks and queries alike.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Purpose {
+    /// Chunks and queries (an index run, the embedder service, a process
+    /// doing both): the model's own sessions at load; a query encoder's
+    /// at the first query, so a process that only indexes never holds it.
+    #[default]
+    All,
+    /// Queries (a search, the query service): a query encoder's session at
+    /// load (no first query pays for building it); the model's own
+    /// sessions at load only when queries use them (no query encoder),
+    /// else at the first chunk, which such a process never embeds. Each
+    /// session holds its own copy of the weights (~120 MB for MiniLM).
+    Queries,
 }
 
 impl LoadOptions {
@@ -79,6 +99,7 @@ impl LoadOptions {
             threads: None,
             save_graph: None,
             query_adapter: AdapterChoice::Off,
+            purpose: Purpose::All,
         }
     }
 
@@ -91,6 +112,12 @@ impl LoadOptions {
     /// These options with `choice` of query adapter.
     pub fn query_adapter(mut self, choice: AdapterChoice) -> Self {
         self.query_adapter = choice;
+        self
+    }
+
+    /// These options for `purpose`.
+    pub fn purpose(mut self, purpose: Purpose) -> Self {
+        self.purpose = purpose;
         self
     }
 }
@@ -162,9 +189,9 @@ pub enum EmbedError {
     /// The session is unusable after a panic in another thread.
     #[error("embedding failed: the model was poisoned by a panic in another thread")]
     Poisoned,
-    /// The query encoder's session could not be built (at the first query).
-    #[error("embedding failed: embedding.query_adapter: {0}")]
-    QueryEncoder(String),
+    /// A session built at its first use (see [`Purpose`]) could not be.
+    #[error("embedding failed: {0}")]
+    Session(String),
 }
 
 impl EmbedError {
@@ -173,7 +200,7 @@ impl EmbedError {
     pub fn kind(&self) -> weft_core::ErrorKind {
         match self {
             EmbedError::Tokenizer(_) => weft_core::ErrorKind::Invalid,
-            EmbedError::Runtime(_) | EmbedError::Poisoned | EmbedError::QueryEncoder(_) => {
+            EmbedError::Runtime(_) | EmbedError::Poisoned | EmbedError::Session(_) => {
                 weft_core::ErrorKind::Internal
             }
         }
@@ -183,9 +210,9 @@ impl EmbedError {
 /// A loaded sentence-embedding model.
 #[derive(Clone)]
 pub struct LocalEmbedder {
-    /// fp32: one session using every thread. Int8: one session per
-    /// thread (up to [`MAX_SESSIONS`]), each running its own texts.
-    sessions: Arc<Vec<Mutex<Session>>>,
+    /// The model's own sessions: chunks, and queries when no query
+    /// encoder is loaded.
+    sessions: Arc<Sessions>,
     tokenizer: Arc<Tokenizer>,
     spec: Spec,
     pad_id: i64,
@@ -194,58 +221,105 @@ pub struct LocalEmbedder {
     precision: Precision,
     /// Applied to query vectors only ([`query_adapter`]).
     query_adapter: Option<Arc<QueryAdapter>>,
-    /// A query encoder (the model with the adapter's weight changes),
-    /// which embeds queries in place of `sessions`.
-    query_encoder: Option<Arc<QueryEncoder>>,
+    /// A query encoder's session (the model with the adapter's weight
+    /// changes), which embeds queries in place of `sessions`.
+    query_encoder: Option<Arc<Sessions>>,
 }
 
-/// A query encoder's session, built when the first query is embedded: a
-/// process that only indexes never holds its copy of the weights (~120 MB
-/// for MiniLM).
-struct QueryEncoder {
-    /// The adapter's name, for errors.
-    name: &'static str,
-    /// `model.safetensors`, read again to build the session.
+/// The ONNX sessions of one graph, the model's own or a query encoder's,
+/// built at load or at their first use ([`Purpose`]).
+struct Sessions {
+    /// What they run, for errors: "the model" or the adapter's name.
+    label: &'static str,
+    /// `model.safetensors`, read (again) when they are built.
     weights: PathBuf,
     spec: Spec,
     max_tokens: usize,
     precision: Precision,
-    intra_threads: usize,
-    delta: Arc<graph::WeightDelta>,
-    /// The session once built, or why it could not be.
-    sessions: OnceLock<Result<Vec<Mutex<Session>>, String>>,
+    /// How many sessions, each with `intra` threads.
+    count: usize,
+    intra: usize,
+    /// A query encoder's changes to the model's weights.
+    delta: Option<Arc<graph::WeightDelta>>,
+    save_graph: Option<PathBuf>,
+    /// The sessions once built, or why they could not be.
+    built: OnceLock<Result<Vec<Mutex<Session>>, BuildError>>,
 }
 
-impl QueryEncoder {
-    /// The session, built on first use.
-    fn sessions(&self) -> Result<&[Mutex<Session>], EmbedError> {
-        self.sessions
-            .get_or_init(|| self.build().map(|s| vec![Mutex::new(s)]))
-            .as_deref()
-            .map_err(|m| EmbedError::QueryEncoder(format!("{}: {m}", self.name)))
+/// Why sessions could not be built.
+#[derive(Debug, Clone)]
+enum BuildError {
+    /// The ONNX Runtime library could not be loaded.
+    Runtime { path: PathBuf, message: String },
+    /// The weights file cannot be read or does not fit the model.
+    Weights(String),
+    /// ONNX Runtime refused the graph.
+    Session(String),
+}
+
+impl Sessions {
+    /// The sessions, built on first use.
+    fn get(&self) -> Result<&[Mutex<Session>], &BuildError> {
+        self.built.get_or_init(|| self.build()).as_deref()
     }
 
-    fn build(&self) -> Result<Session, String> {
+    /// [`Self::get`] while embedding: an error names what was being built.
+    fn for_embedding(&self) -> Result<&[Mutex<Session>], EmbedError> {
+        self.get().map_err(|e| {
+            let message = match e {
+                BuildError::Runtime { path, message } => {
+                    format!("ONNX Runtime ({}): {message}", path.display())
+                }
+                BuildError::Weights(m) => format!("{}: {m}", self.weights.display()),
+                BuildError::Session(m) => format!("ONNX Runtime: {m}"),
+            };
+            EmbedError::Session(format!("building the session of {}: {message}", self.label))
+        })
+    }
+
+    /// Builds them now, at load: an error is the load's.
+    fn build_now(&self, dir: &Path) -> Result<(), LoadError> {
+        self.get().map(|_| ()).map_err(|e| match e.clone() {
+            BuildError::Runtime { path, message } => LoadError::Runtime { path, message },
+            BuildError::Weights(message) => LoadError::Invalid {
+                dir: dir.to_owned(),
+                file: "model.safetensors",
+                message,
+            },
+            BuildError::Session(message) => LoadError::Session {
+                dir: dir.to_owned(),
+                message,
+            },
+        })
+    }
+
+    fn build(&self) -> Result<Vec<Mutex<Session>>, BuildError> {
         let environment = runtime::environment()
-            .map_err(|(path, message)| format!("ONNX Runtime ({}): {message}", path.display()))?;
-        let file = std::fs::File::open(&self.weights)
-            .map_err(|e| format!("{}: {e}", self.weights.display()))?;
-        // SAFETY: as in `load_with`: mapped read-only while the graph is built.
-        let bytes = unsafe { memmap2::Mmap::map(&file) }
-            .map_err(|e| format!("{}: {e}", self.weights.display()))?;
-        let model = graph::build(
-            &self.spec,
-            &bytes,
-            self.max_tokens,
-            self.precision,
-            Some(&self.delta),
-        )
-        .map_err(|m| format!("{}: {m}", self.weights.display()))?;
-        let options = session_builder(environment, self.intra_threads, None)
-            .map_err(|e| format!("ONNX Runtime: {e}"))?;
-        model
-            .into_session(&options)
-            .map_err(|e| format!("ONNX Runtime: {e}"))
+            .map_err(|(path, message)| BuildError::Runtime { path, message })?;
+        let file =
+            std::fs::File::open(&self.weights).map_err(|e| BuildError::Weights(e.to_string()))?;
+        // SAFETY: the weights file is mapped read-only while the graph is
+        // built (the weights are copied into it); weft does not modify it.
+        let bytes =
+            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| BuildError::Weights(e.to_string()))?;
+        let options = session_builder(environment, self.intra, self.save_graph.as_deref())
+            .map_err(|e| BuildError::Session(e.to_string()))?;
+        (0..self.count)
+            .map(|_| {
+                let model = graph::build(
+                    &self.spec,
+                    &bytes,
+                    self.max_tokens,
+                    self.precision,
+                    self.delta.as_deref(),
+                )
+                .map_err(BuildError::Weights)?;
+                let session = model
+                    .into_session(&options)
+                    .map_err(|e| BuildError::Session(e.to_string()))?;
+                Ok(Mutex::new(session))
+            })
+            .collect()
     }
 }
 
@@ -352,18 +426,8 @@ impl LocalEmbedder {
             }))
             .map_err(|e| invalid("tokenizer.json", e.to_string()))?;
 
-        let environment = runtime::environment()
-            .map_err(|(path, message)| LoadError::Runtime { path, message })?;
-        let file = std::fs::File::open(&weights_path)
-            .map_err(|e| invalid("model.safetensors", e.to_string()))?;
-        // SAFETY: the weights file is mapped read-only while the graph is
-        // built (the weights are copied into it); weft does not modify it.
-        let bytes = unsafe { memmap2::Mmap::map(&file) }
-            .map_err(|e| invalid("model.safetensors", e.to_string()))?;
-        let session_error = |e: &dyn std::fmt::Display| LoadError::Session {
-            dir: dir.to_owned(),
-            message: e.to_string(),
-        };
+        // The runtime library is loaded now, whatever is built later.
+        runtime::environment().map_err(|(path, message)| LoadError::Runtime { path, message })?;
         let threads = options
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
@@ -379,46 +443,58 @@ impl LocalEmbedder {
                 (count, threads / count)
             }
         };
-        let session_options = session_builder(environment, intra, options.save_graph.as_deref())
-            .map_err(|e| session_error(&e))?;
-        let mut sessions = Vec::with_capacity(count);
-        for _ in 0..count {
-            let model = graph::build(&spec, &bytes, max_tokens, precision, None)
-                .map_err(|m| invalid("model.safetensors", m))?;
-            let session = model
-                .into_session(&session_options)
-                .map_err(|e| session_error(&e))?;
-            sessions.push(Mutex::new(session));
-        }
+        let sessions = |label, count, delta, save_graph| Sessions {
+            label,
+            weights: weights_path.clone(),
+            spec: spec.clone(),
+            max_tokens,
+            precision,
+            count,
+            intra,
+            delta,
+            save_graph,
+            built: OnceLock::new(),
+        };
+        let model = Arc::new(sessions(
+            "the model",
+            count,
+            None,
+            options.save_graph.clone(),
+        ));
         // A query encoder: one more session, the model with the adapter's
         // weight changes (queries come one or a few at a time, so one
-        // session, its threads as each of `sessions` has), built at the
-        // first query. Whether the changes fit the model is checked now.
+        // session, its threads as each of the model's has). Whether the
+        // changes fit the model is checked now, from the file's header.
+        let file = std::fs::File::open(&weights_path)
+            .map_err(|e| invalid("model.safetensors", e.to_string()))?;
+        // SAFETY: mapped read-only to read the header; weft does not
+        // modify the file.
+        let bytes = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| invalid("model.safetensors", e.to_string()))?;
+        // The model's own file first: its faults are not the adapter's.
+        graph::check_model(&spec, &bytes).map_err(|m| invalid("model.safetensors", m))?;
         let query_encoder = match query_adapter.as_deref() {
             Some(adapter) => match adapter.encoder_delta() {
                 Some(delta) => {
                     delta
                         .check_fits(&spec, &bytes)
                         .map_err(|m| LoadError::QueryAdapter(format!("{}: {m}", adapter.name())))?;
-                    Some(Arc::new(QueryEncoder {
-                        name: adapter.name(),
-                        weights: weights_path.clone(),
-                        spec: spec.clone(),
-                        max_tokens,
-                        precision,
-                        intra_threads: intra,
-                        delta,
-                        sessions: OnceLock::new(),
-                    }))
+                    Some(Arc::new(sessions(adapter.name(), 1, Some(delta), None)))
                 }
                 None => None,
             },
             None => None,
         };
         drop(bytes);
+        // What queries use is built now; the model's own sessions too
+        // unless only queries are embedded and they do not use them.
+        match (&query_encoder, options.purpose) {
+            (Some(encoder), Purpose::Queries) => encoder.build_now(dir)?,
+            _ => model.build_now(dir)?,
+        }
 
         Ok(LocalEmbedder {
-            sessions: Arc::new(sessions),
+            sessions: model,
             tokenizer: Arc::new(tokenizer),
             pad_id: i64::from(pad_id),
             spec,
@@ -464,11 +540,21 @@ impl LocalEmbedder {
         self.query_adapter.as_deref().map(QueryAdapter::name)
     }
 
+    /// Which sessions are built so far ([`Purpose`]): the model's own, and
+    /// the query encoder's (`None` without one).
+    pub fn sessions_built(&self) -> (bool, Option<bool>) {
+        let built = |s: &Sessions| s.built.get().is_some_and(Result::is_ok);
+        (
+            built(&self.sessions),
+            self.query_encoder.as_deref().map(built),
+        )
+    }
+
     /// Embeds search queries: [`Self::embed`], or the query encoder if the
     /// adapter is one, then the adapter's map if it is one.
     pub fn embed_queries(&self, queries: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let vectors = match &self.query_encoder {
-            Some(encoder) => self.embed_on(encoder.sessions()?, queries)?,
+            Some(encoder) => self.embed_on(encoder.for_embedding()?, queries)?,
             None => self.embed(queries)?,
         };
         Ok(match &self.query_adapter {
@@ -504,7 +590,7 @@ impl LocalEmbedder {
     /// length (a batch pads to its longest text); the vectors come back in
     /// the order of `texts`.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.embed_on(&self.sessions, texts)
+        self.embed_on(self.sessions.for_embedding()?, texts)
     }
 
     /// [`Self::embed`] with `sessions`.

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use weft_embed_local::{
     AdapterChoice, Architecture, DEFAULT_MAX_TOKENS, INT8_RECIPE, LoadError, LoadOptions,
-    LocalEmbedder, Precision, QueryAdapter,
+    LocalEmbedder, Precision, Purpose, QueryAdapter,
 };
 
 fn model_dir() -> PathBuf {
@@ -224,6 +224,58 @@ fn a_missing_model_names_the_fetch_command() {
 }
 
 #[test]
+fn weights_that_do_not_fit_the_model_fail_at_load_whatever_is_built_then() {
+    // MiniLM with one tensor renamed (same header length, so the file
+    // stays well formed): the query encoder's delta (layers 4 and 5) still
+    // fits, but no graph can be built from these weights. The word
+    // embeddings are checked from the header; a layer's weight when the
+    // graph is built, which is at load whichever sessions that builds.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("all-MiniLM-L6-v2");
+    std::fs::create_dir(&dir).unwrap();
+    for file in ["config.json", "tokenizer.json"] {
+        std::fs::copy(model_dir().join(file), dir.join(file)).unwrap();
+    }
+    let original = std::fs::read(model_dir().join("model.safetensors")).unwrap();
+    let header = u64::from_le_bytes(original[..8].try_into().unwrap()) as usize + 8;
+    for (from, to) in [
+        (
+            "embeddings.word_embeddings.weight",
+            "embeddings.word_embeddingz.weight",
+        ),
+        (
+            "encoder.layer.0.attention.self.query.weight",
+            "encoder.layer.0.attention.self.querz.weight",
+        ),
+    ] {
+        let mut weights = original.clone();
+        let at = weights[..header]
+            .windows(from.len())
+            .position(|w| w == from.as_bytes())
+            .unwrap_or_else(|| panic!("MiniLM has {from}"));
+        weights[at..at + to.len()].copy_from_slice(to.as_bytes());
+        std::fs::write(dir.join("model.safetensors"), weights).unwrap();
+        for purpose in [Purpose::All, Purpose::Queries] {
+            let options = LoadOptions::new(DEFAULT_MAX_TOKENS)
+                .query_adapter(AdapterChoice::Auto)
+                .purpose(purpose);
+            let err = LocalEmbedder::load_with(&dir, &options).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    LoadError::Invalid {
+                        file: "model.safetensors",
+                        ..
+                    }
+                ),
+                "{from}, {purpose:?}: {err}"
+            );
+            assert!(err.to_string().contains(from), "{err}");
+        }
+    }
+}
+
+#[test]
 fn max_tokens_beyond_the_model_is_refused() {
     let err = LocalEmbedder::load(&model_dir(), 4096).unwrap_err();
     assert!(err.to_string().contains("max_tokens 4096"), "{err}");
@@ -345,6 +397,48 @@ fn the_query_encoder_matches_the_reference_with_its_delta_and_leaves_chunks_alon
         assert!(cosine(g, raw) < 0.9999, "the encoder moved the query");
     }
     assert_chunks_untouched(&encoder, &texts);
+}
+
+#[test]
+fn a_model_loaded_for_queries_builds_what_queries_use_and_the_rest_when_asked() {
+    let options = LoadOptions::new(DEFAULT_MAX_TOKENS).query_adapter(AdapterChoice::Auto);
+    let all = LocalEmbedder::load_with(&model_dir(), &options).unwrap();
+    let queries =
+        LocalEmbedder::load_with(&model_dir(), &options.clone().purpose(Purpose::Queries)).unwrap();
+    // For queries: the query encoder's session now, not the model's own
+    // (a search or the query service never embeds a chunk).
+    assert_eq!(queries.sessions_built(), (false, Some(true)));
+    // For everything (the default): the model's own now, the encoder's
+    // at the first query.
+    assert_eq!(all.sessions_built(), (true, Some(false)));
+    let texts = TEXTS.to_vec();
+    let (q, a) = (
+        queries.embed_queries(&texts).unwrap(),
+        all.embed_queries(&texts).unwrap(),
+    );
+    assert_eq!(all.sessions_built(), (true, Some(true)));
+    for (q, a) in q.iter().zip(&a) {
+        assert!(cosine(q, a) > 0.99999, "the same query encoder");
+    }
+    // Either embeds chunks: the model's own session is built when first
+    // asked, and its vectors are the model's.
+    assert_eq!(queries.sessions_built(), (false, Some(true)));
+    let (qc, ac) = (queries.embed(&texts).unwrap(), all.embed(&texts).unwrap());
+    assert_eq!(queries.sessions_built(), (true, Some(true)));
+    for (q, a) in qc.iter().zip(&ac) {
+        assert!(cosine(q, a) > 0.99999, "the same model");
+    }
+    // Without a query encoder, queries use the model's own session: built
+    // at load whatever the purpose.
+    let plain = LocalEmbedder::load_with(
+        &model_dir(),
+        &LoadOptions::new(DEFAULT_MAX_TOKENS).purpose(Purpose::Queries),
+    )
+    .unwrap();
+    assert_eq!(plain.sessions_built(), (true, None));
+    // Clones share the sessions built.
+    let copy = queries.clone();
+    assert_eq!(copy.sessions_built(), (true, Some(true)));
 }
 
 #[test]
