@@ -22,7 +22,6 @@ trained).
 Needs torch, tokenizers, safetensors, numpy (tools/train/README.md).
 """
 
-import argparse
 import json
 import sys
 import time
@@ -30,7 +29,7 @@ import time
 import numpy as np
 import torch
 from dumps import held_out, load
-from train_query_encoder import Bert, lower, mrr10, split_camel_case, upper
+from train_query_encoder import Bert, lower, mrr10, split_camel_case, training_args, upper
 
 
 def own(row):
@@ -59,13 +58,7 @@ def encode(model, states, keys, layers, w, batch=32, tokens=None):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("prefix")
-    ap.add_argument("--model-dir", required=True)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--lr", type=float, default=5e-5)
-    ap.add_argument("--batch", type=int, default=32)
+    ap = training_args(__doc__, epochs=1, lr=5e-5)
     ap.add_argument("--negatives", type=int, default=3)
     ap.add_argument(
         "--train-tokens",
@@ -73,9 +66,6 @@ def main():
         default=128,
         help="while training, a chunk's top layers see its first this many tokens (held-out scores see all)",
     )
-    ap.add_argument("--temperature", type=float, default=0.05)
-    ap.add_argument("--seed", type=int, default=34)
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--mix", type=float, nargs="*", default=[0.5, 1.0])
     ap.add_argument(
         "--sides",

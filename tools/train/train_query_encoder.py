@@ -221,17 +221,24 @@ def fine_tune(model, args, rng, rows, qd, states, items, train, val, names, star
     return {**model.w, **{k: v.detach() for k, v in params.items()}}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def training_args(doc, epochs, lr):
+    """The options of a fine-tune of the top layers over a dump (this
+    script's and screen_two_sided.py's)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("prefix")
     ap.add_argument("--model-dir", required=True)
     ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--lr", type=float, default=2e-5)
+    ap.add_argument("--epochs", type=int, default=epochs)
+    ap.add_argument("--lr", type=float, default=lr)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--temperature", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=34)
     ap.add_argument("--threads", type=int, default=2)
+    return ap
+
+
+def main():
+    ap = training_args(__doc__, epochs=3, lr=2e-5)
     ap.add_argument("--final", action="store_true")
     ap.add_argument("--eval", nargs="*", default=[])
     ap.add_argument("--adapter")
