@@ -117,6 +117,11 @@ def main():
             cstates[c] = st.half()
         print(f"  lower layers: {min(s + 256, len(needed))}/{len(needed)} chunks ({time.time() - started:.0f}s)", file=sys.stderr, flush=True)
     print(f"{len(train)} training queries, {len(val)} held out, {len(needed)} chunks; lower layers {time.time() - started:.0f}s", file=sys.stderr)
+    # What tuning the chunk side costs a training query: its short list
+    # against every candidate of its package.
+    every = np.mean([len(items[k][0]) for k in train])
+    short = np.mean([len(chosen[k]) for k in train])
+    print(f"chunks a training query scores: {short:.1f} (both), {every:.1f} (queries, every candidate)", flush=True)
 
     names = [k for k in model.w if any(k.startswith(f"encoder.layer.{i}.") for i in range(model.layers - args.layers, model.layers))]
 
