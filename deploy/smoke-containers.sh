@@ -455,9 +455,10 @@ esac
 # message is read, and the server then resets the stream it no longer
 # reads (RST_STREAM), which races curl's sending of the message. curl 7.88
 # then sometimes writes no headers at all and exits 92 ("Stream error in
-# the HTTP/2 framing layer"): 22 of 300 calls to a local `weft serve` with
-# a keys file. So a try that reads no grpc-status is tried again (up to
-# 10), and any status read must be 16.
+# the HTTP/2 framing layer"), for 10 and 23 of 300 calls in two runs of
+# bench/grpc-no-key.sh (a local `weft serve` with a keys file). So a try
+# that reads no grpc-status is tried again (up to 10), and any status read
+# must be 16.
 unauthorized="" tries=0
 while [ -z "$unauthorized" ] && [ "$tries" -lt 10 ]; do
   tries=$((tries + 1))
@@ -466,7 +467,7 @@ while [ -z "$unauthorized" ] && [ "$tries" -lt 10 ]; do
     tr -d '\r' | sed -n 's/^grpc-status: //p')
 done
 [ "$unauthorized" = 16 ] || die "weft-query answered a Search without a key (grpc-status ${unauthorized:-none} after $tries tries, not 16 UNAUTHENTICATED; curl: $(tail -n 3 "$work/unauthorized.err"))"
-echo "  weft-query     without a key: UNAUTHENTICATED ($tries tries: a try whose answer curl lost is tried again)"
+echo "  weft-query     without a key: UNAUTHENTICATED (try $tries of at most 10; curl loses some answers, see above)"
 for p in weft-query weft-embedder weft-chunker; do
   docker stop -t 30 "weft-smoke-$run_id-$p" >/dev/null
   code=$(docker inspect -f '{{.State.ExitCode}}' "weft-smoke-$run_id-$p")

@@ -30,7 +30,10 @@ cargo fmt --all -- --check
 # nothing.
 step "cargo clippy -D warnings, as the compiler of the test build (every target)"
 RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
-[ -x "$RUSTC_WORKSPACE_WRAPPER" ] || RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver)
+if [ ! -x "$RUSTC_WORKSPACE_WRAPPER" ]; then
+  echo "tools/test.sh: no clippy-driver in $(rustc --print sysroot)/bin (rustup component add clippy)" >&2
+  exit 1
+fi
 export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 cargo test --workspace --all-targets --no-run
