@@ -16,6 +16,15 @@ export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 step "disk"
 df -h . "${CARGO_TARGET_DIR:-target}" 2>/dev/null || df -h .
 
+step "cargo-nextest, the test runner"
+# Machines of this kind come with it; elsewhere it is built from crates.io
+# (a few minutes, once), by plain rustc: clippy-driver is set below, for
+# weft's own crates only.
+if ! cargo nextest --version >/dev/null 2>&1; then
+  cargo install --locked cargo-nextest@0.9.143
+fi
+cargo nextest --version | head -n 1
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -105,7 +114,11 @@ step "cargo test"
 # seed (unset PROPTEST_RNG_SEED) and more cases look for new inputs
 # (SECURITY.md, "Fuzzing the chunkers").
 export PROPTEST_RNG_SEED=${PROPTEST_RNG_SEED:-20261126}
-cargo test --workspace
+# cargo nextest runs every test as a process of its own and tests of
+# different binaries side by side (.config/nextest.toml); it does not run
+# doc tests, which cargo test --doc does.
+cargo nextest run --workspace
+cargo test --workspace --doc
 
 # The image built from the Dockerfile with the binaries just built, each
 # binary run in it as the manifests run it, and the distributed e2e test

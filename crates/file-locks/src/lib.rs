@@ -191,10 +191,13 @@ mod tests {
         let path = dir.path().join("held");
         std::fs::write(&path, b"").unwrap();
         assert_eq!(holder_of(&path), None, "nobody holds it yet");
-        // flock(1) from util-linux holds the lock while `sleep` runs.
+        // flock(1) from util-linux holds the lock while `sleep` runs, both
+        // in a process group of their own, so the test ends them both.
+        use std::os::unix::process::CommandExt;
         let Ok(mut child) = std::process::Command::new("flock")
             .arg(&path)
             .args(["sleep", "30"])
+            .process_group(0)
             .spawn()
         else {
             eprintln!("no flock(1) here: the other-process case is not checked");
@@ -211,6 +214,12 @@ mod tests {
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         };
+        // The group: killing flock alone would leave `sleep` holding the
+        // lock (and the test's output) for its 30 s.
+        let group = format!("-{}", child.id());
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .status();
         let _ = child.kill();
         let _ = child.wait();
         assert!(!holder.is_this_process());
